@@ -1,0 +1,75 @@
+//! Picking a device by name (`--device flex`, `cuda:0`, `tch`, `tch-cuda:1`).
+
+use burn::prelude::*;
+
+use crate::{Error, Result};
+
+/// The device named by `spec`: `flex` (or `cpu`), `cuda[:N]`, `tch` (LibTorch CPU),
+/// `tch-cuda[:N]`. A backend that was not compiled in is a clear error naming the
+/// cargo feature to enable.
+///
+/// ```
+/// assert!(trlvr::device::parse_device("flex").is_ok());
+/// assert!(trlvr::device::parse_device("abacus").is_err());
+/// ```
+///
+/// # Errors
+/// [`Error::Device`] for unknown names or missing features.
+pub fn parse_device(spec: &str) -> Result<Device> {
+    let (name, index) = match spec.split_once(':') {
+        Some((n, i)) => (
+            n,
+            i.parse()
+                .map_err(|_| Error::Device(format!("bad device index in {spec:?}")))?,
+        ),
+        None => (spec, 0),
+    };
+    let device = match name {
+        "flex" | "cpu" => backend::flex(),
+        "cuda" => backend::cuda(index),
+        "tch" | "libtorch" => backend::tch(None),
+        "tch-cuda" => backend::tch(Some(index)),
+        _ => {
+            return Err(Error::Device(format!(
+                "unknown device {spec:?}; expected flex, cuda[:N], tch or tch-cuda[:N]"
+            )));
+        }
+    };
+    device.ok_or_else(|| {
+        Error::Device(format!(
+            "{spec:?} needs a backend feature (flex, cuda or tch) that this build lacks"
+        ))
+    })
+}
+
+/// One function per backend; `None` when its feature is off.
+mod backend {
+    use burn::prelude::Device;
+
+    pub fn flex() -> Option<Device> {
+        #[cfg(feature = "flex")]
+        return Some(Device::flex());
+        #[cfg(not(feature = "flex"))]
+        None
+    }
+
+    #[allow(unused_variables)]
+    pub fn cuda(index: usize) -> Option<Device> {
+        #[cfg(feature = "cuda")]
+        return Some(Device::cuda(index));
+        #[cfg(not(feature = "cuda"))]
+        None
+    }
+
+    #[allow(unused_variables)]
+    #[cfg_attr(feature = "tch", allow(deprecated))] // burn-tch is opt-in, as the design card names it
+    pub fn tch(cuda_index: Option<usize>) -> Option<Device> {
+        #[cfg(feature = "tch")]
+        return Some(match cuda_index {
+            Some(i) => Device::libtorch_cuda(i),
+            None => Device::libtorch(),
+        });
+        #[cfg(not(feature = "tch"))]
+        None
+    }
+}

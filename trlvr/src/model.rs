@@ -1,0 +1,145 @@
+//! The model traits: [`Partner`] (a frozen causal LM that can extend rows) and
+//! [`Policy`] (a partner that is also a trainable Burn module).
+//!
+//! Inference state lives outside the weights, in a [`Session`], so one immutable model
+//! serves many rollouts and scoring needs no cache. The tandem engine keeps one session
+//! per model and feeds each row only the tokens that model has not read yet (its own
+//! last token when decoding, the other model's run when catching up).
+
+use std::any::Any;
+
+use burn::prelude::*;
+
+use crate::token::{TokenBatch, TokenId};
+use crate::{Error, Result};
+
+/// Per-row inference state of one model (its KV cache, say), opaque to the engine.
+#[derive(Debug)]
+pub struct Session {
+    read: Vec<usize>,
+    state: Box<dyn Any + Send>,
+}
+
+impl Session {
+    /// A session whose row `i` has read `read[i]` tokens; `state` is the model's own.
+    pub fn new(read: Vec<usize>, state: Box<dyn Any + Send>) -> Self {
+        Self { read, state }
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.read.len()
+    }
+
+    /// How many tokens row `row` has read (prompt included).
+    pub fn read(&self, row: usize) -> usize {
+        self.read[row]
+    }
+
+    /// Records that `row` read `n` more tokens.
+    pub fn advance(&mut self, row: usize, n: usize) {
+        self.read[row] += n;
+    }
+
+    /// The model's state, if this session was made by a model with state type `T`.
+    ///
+    /// # Errors
+    /// [`Error::ForeignSession`] otherwise.
+    pub fn state_mut<T: Any>(&mut self) -> Result<&mut T> {
+        self.state.downcast_mut::<T>().ok_or(Error::ForeignSession {
+            expected: std::any::type_name::<T>(),
+        })
+    }
+}
+
+/// New tokens for one row of a session.
+#[derive(Debug, Clone, Copy)]
+pub struct Feed<'a> {
+    /// The row.
+    pub row: usize,
+    /// Tokens the row has not read yet, oldest first; at least one.
+    pub tokens: &'a [TokenId],
+}
+
+/// A frozen causal language model that can extend a batch of token sequences.
+///
+/// Object-safe, so a plugin can supply one as `Box<dyn Partner>`. Logits are raw (no
+/// temperature); samplers and scorers apply it.
+///
+/// ```
+/// use burn::prelude::*;
+/// use trlvr::prelude::*;
+///
+/// let device = Device::default();
+/// let model = BigramLm::new(&[[0.0, 2.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]], &device);
+/// // Two copies of one prompt share its prefill.
+/// let (mut session, logits) = model.start(&[&[0, 1]], 2)?;
+/// assert_eq!(logits.dims(), [2, 3]);
+/// // Row 1 reads two more tokens; the logits follow its last one.
+/// let next = model.extend(&mut session, &[Feed { row: 1, tokens: &[2, 0] }])?;
+/// assert_eq!(next.dims(), [1, 3]);
+/// assert_eq!(session.read(1), 4);
+/// # Ok::<(), trlvr::Error>(())
+/// ```
+pub trait Partner: Send + Sync {
+    /// Vocabulary size (width of the logits).
+    fn vocab_size(&self) -> usize;
+
+    /// The device the weights live on.
+    fn device(&self) -> Device;
+
+    /// Reads each prompt once and gives it `copies` rows (prompt-major: rows
+    /// `p * copies .. (p + 1) * copies` belong to prompt `p`). Returns the session and
+    /// the next-token logits at the end of every row, `[prompts * copies, vocab]`.
+    ///
+    /// # Errors
+    /// Model-specific: empty prompt, out-of-range id, context too long.
+    fn start(&self, prompts: &[&[TokenId]], copies: usize) -> Result<(Session, Tensor<2>)>;
+
+    /// Feeds each listed row its unread tokens (a catch-up prefill and a decode step in
+    /// one call) and returns the next-token logits after each row's last new token,
+    /// `[feeds.len(), vocab]`, in the order of `feeds`.
+    ///
+    /// # Errors
+    /// [`Error::ForeignSession`] for another model's session; model-specific otherwise.
+    fn extend(&self, session: &mut Session, feeds: &[Feed<'_>]) -> Result<Tensor<2>>;
+
+    /// Teacher-forced log-probabilities of every token given its prefix, from logits
+    /// divided by `temperature`: `[batch, width]`, position 0 (no prefix) and padding
+    /// are 0. No gradient is recorded.
+    ///
+    /// # Errors
+    /// Model-specific.
+    fn score(&self, batch: &TokenBatch, temperature: f32) -> Result<Tensor<2>>;
+}
+
+/// A [`Partner`] that is also a trainable Burn module: the senior.
+pub trait Policy: Partner + Module {
+    /// As [`Partner::score`], but recording gradients when the model lives on an
+    /// autodiff device.
+    ///
+    /// # Errors
+    /// Model-specific.
+    fn log_probs(&self, batch: &TokenBatch, temperature: f32) -> Result<Tensor<2>>;
+}
+
+/// Log-probabilities `[b, t]` of `ids[:, t]` under `logits[:, t - 1, :] / temperature`;
+/// column 0 and padded slots are 0. Shared by the models' scoring paths.
+///
+/// # Shapes
+/// - `logits`: `[batch, width, vocab]`, logits at position `t` predict token `t + 1`
+/// - `batch`: `[batch, width]`
+pub fn token_log_probs(logits: Tensor<3>, batch: &TokenBatch, temperature: f32) -> Tensor<2> {
+    let [b, t, v] = logits.dims();
+    let device = logits.device();
+    let ids = batch.ids(&device);
+    let log_p = burn::tensor::activation::log_softmax(
+        logits.slice([0..b, 0..t - 1, 0..v]) / temperature,
+        2,
+    );
+    let next = ids.slice([0..b, 1..t]).unsqueeze_dim::<3>(2); // [b, t-1, 1]
+    let picked = log_p.gather(2, next).squeeze_dim::<2>(2); // [b, t-1]
+    let scored = Tensor::cat(vec![Tensor::zeros([b, 1], &device), picked], 1);
+    let pad = batch.attention(&device).tensor().clone().bool_not();
+    scored.mask_fill(pad, 0.0)
+}

@@ -1,0 +1,180 @@
+//! Per-token facts the handoff schedules need, computed once from a tokenizer.
+
+use std::path::Path;
+
+use tokenizers::{
+    NormalizedString, Normalizer, OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer,
+    Tokenizer,
+};
+
+use crate::token::TokenId;
+use crate::{Error, Result};
+
+/// What the schedules need to know about each vocabulary id: does it start a word (the
+/// boundary set B of the word schedule), how many newlines end it (paragraph ends for the
+/// step schedule), and is it an EOS id.
+#[derive(Debug, Clone)]
+pub struct TokenClasses {
+    word_start: Vec<bool>,
+    /// Trailing `'\n'` count of the token's text.
+    trailing_newlines: Vec<u8>,
+    /// The text is non-empty and only newlines.
+    only_newlines: Vec<bool>,
+    eos: Vec<TokenId>,
+}
+
+impl TokenClasses {
+    /// From each id's word-start flag and decoded text (`texts[id]`), plus the EOS ids.
+    ///
+    /// # Errors
+    /// [`Error::Vocabulary`] if the lengths differ, or an EOS id is out of range, or
+    /// there is no EOS id.
+    pub fn new(word_start: Vec<bool>, texts: &[impl AsRef<str>], eos: &[TokenId]) -> Result<Self> {
+        if word_start.len() != texts.len() {
+            return Err(Error::Vocabulary(format!(
+                "{} word-start flags for {} token texts",
+                word_start.len(),
+                texts.len()
+            )));
+        }
+        if eos.is_empty() {
+            return Err(Error::Vocabulary("at least one EOS id is required".into()));
+        }
+        if let Some(&bad) = eos.iter().find(|&&e| e as usize >= texts.len()) {
+            return Err(Error::Vocabulary(format!(
+                "EOS id {bad} is outside the vocabulary of {}",
+                texts.len()
+            )));
+        }
+        let trailing_newlines = texts
+            .iter()
+            .map(|t| {
+                t.as_ref()
+                    .bytes()
+                    .rev()
+                    .take_while(|&b| b == b'\n')
+                    .count()
+                    .min(255) as u8
+            })
+            .collect();
+        let only_newlines = texts
+            .iter()
+            .map(|t| !t.as_ref().is_empty() && t.as_ref().bytes().all(|b| b == b'\n'))
+            .collect();
+        let mut eos = eos.to_vec();
+        eos.sort_unstable();
+        eos.dedup();
+        Ok(Self {
+            word_start,
+            trailing_newlines,
+            only_newlines,
+            eos,
+        })
+    }
+
+    /// From decoded token texts alone: a token starts a word when its text starts with a
+    /// space. Handy for synthetic vocabularies in tests.
+    ///
+    /// # Errors
+    /// As [`TokenClasses::new`].
+    pub fn from_texts(texts: &[impl AsRef<str>], eos: &[TokenId]) -> Result<Self> {
+        let word_start = texts.iter().map(|t| t.as_ref().starts_with(' ')).collect();
+        Self::new(word_start, texts, eos)
+    }
+
+    /// From a `tokenizers` tokenizer: B is every id whose token string starts with the
+    /// tokenizer's own encoding of a leading space (`Ġ` for byte-level BPE, `▁` for
+    /// SentencePiece-style), found by running its normalizer and pre-tokenizer on `" x"`.
+    ///
+    /// # Errors
+    /// [`Error::Tokenizer`] if the space marker cannot be found (e.g. a tokenizer that
+    /// drops spaces); [`Error::Vocabulary`] for bad EOS ids.
+    pub fn from_tokenizer(tokenizer: &Tokenizer, eos: &[TokenId]) -> Result<Self> {
+        let marker = space_marker(tokenizer)?;
+        let size = tokenizer.get_vocab_size(true);
+        let mut word_start = vec![false; size];
+        let mut texts = vec![String::new(); size];
+        for (id, (start, text)) in word_start.iter_mut().zip(texts.iter_mut()).enumerate() {
+            let id = id as TokenId;
+            if let Some(token) = tokenizer.id_to_token(id) {
+                *start = token.starts_with(&marker);
+                *text = tokenizer.decode(&[id], false).unwrap_or_default();
+            }
+        }
+        Self::new(word_start, &texts, eos)
+    }
+
+    /// Reads `tokenizer.json` and calls [`TokenClasses::from_tokenizer`].
+    ///
+    /// # Errors
+    /// [`Error::Tokenizer`] naming the file if it cannot be read.
+    pub fn from_file(path: impl AsRef<Path>, eos: &[TokenId]) -> Result<Self> {
+        let path = path.as_ref();
+        let tokenizer = Tokenizer::from_file(path).map_err(|e| Error::Tokenizer {
+            path: path.into(),
+            message: e.to_string(),
+        })?;
+        Self::from_tokenizer(&tokenizer, eos)
+    }
+
+    /// Vocabulary size (including added tokens).
+    pub fn vocab_size(&self) -> usize {
+        self.word_start.len()
+    }
+
+    /// Is `id` in the word-boundary set B? Ids outside the vocabulary are not.
+    pub fn is_word_start(&self, id: TokenId) -> bool {
+        self.word_start.get(id as usize).copied().unwrap_or(false)
+    }
+
+    /// The ids of B, ascending.
+    pub fn word_starts(&self) -> Vec<TokenId> {
+        (0..self.word_start.len() as TokenId)
+            .filter(|&i| self.is_word_start(i))
+            .collect()
+    }
+
+    /// Is `id` one of the EOS ids?
+    pub fn is_eos(&self, id: TokenId) -> bool {
+        self.eos.binary_search(&id).is_ok()
+    }
+
+    /// The EOS ids, ascending.
+    pub fn eos(&self) -> &[TokenId] {
+        &self.eos
+    }
+
+    /// Trailing newline count of the token's text, and whether the text is only newlines.
+    pub fn newlines(&self, id: TokenId) -> (u8, bool) {
+        let i = id as usize;
+        (
+            self.trailing_newlines.get(i).copied().unwrap_or(0),
+            self.only_newlines.get(i).copied().unwrap_or(false),
+        )
+    }
+}
+
+/// The string a tokenizer puts in place of a word's leading space.
+fn space_marker(tokenizer: &Tokenizer) -> Result<String> {
+    let fail = |message: String| Error::Tokenizer {
+        path: "<in memory>".into(),
+        message,
+    };
+    let mut normalized = NormalizedString::from(" x");
+    if let Some(n) = tokenizer.get_normalizer() {
+        n.normalize(&mut normalized)
+            .map_err(|e| fail(e.to_string()))?;
+    }
+    let mut pre = PreTokenizedString::from(normalized);
+    if let Some(p) = tokenizer.get_pre_tokenizer() {
+        p.pre_tokenize(&mut pre).map_err(|e| fail(e.to_string()))?;
+    }
+    let splits = pre.get_splits(OffsetReferential::Normalized, OffsetType::Char);
+    let last = splits.last().map(|(s, _, _)| *s).unwrap_or_default();
+    match last.strip_suffix('x').and_then(|s| s.chars().last()) {
+        Some(c) => Ok(c.to_string()),
+        None => Err(fail(format!(
+            "cannot find the word-start marker: \" x\" pre-tokenizes to {last:?}"
+        ))),
+    }
+}
