@@ -92,7 +92,7 @@ pub struct ObjectiveOutput {
 /// };
 /// let out = Grpo::new(GrpoConfig::default())?.loss(&batch)?;
 /// let grads = out.loss.backward();
-/// let g = log_probs.grad(&grads).unwrap().into_data().to_vec::<f32>().unwrap();
+/// let g = log_probs.grad(&grads).unwrap().try_into_vec_as::<f32>().unwrap();
 /// assert_eq!(g[2], 0.0); // the junior's token gets no gradient
 /// assert_eq!(out.metrics["senior_tokens"], 1.0);
 /// # Ok::<(), trlvr::Error>(())

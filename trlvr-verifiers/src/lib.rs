@@ -1,0 +1,1 @@
+//! Math answer checking for trlvr (work in progress).
