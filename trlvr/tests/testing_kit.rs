@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use trlvr::objective::{Metrics, ObjectiveOutput, aggregate, masked};
 use trlvr::prelude::*;
-use trlvr::testing::{check_objective, check_schedule, rollout_case, token_stream, toy_classes};
+use trlvr::testing::{check_objective, check_schedule, rollout_case, toy_classes};
 
 /// Policy gradient whose ratio is taken over every response position: a junior token leaks in.
 #[derive(Debug)]

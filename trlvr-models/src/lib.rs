@@ -1,0 +1,1 @@
+//! Models for trlvr (work in progress).
