@@ -1,1 +1,73 @@
-//! junior-KL
+//! The junior-KL ablation ("KL-Reg", method.md §4) as an [`Objective`]: GRPO on the
+//! senior's own (solo) rollouts plus β · token-mean of the k3 estimate of
+//! KL(π_θ ‖ π_jun), the junior being the frozen starting checkpoint.
+//!
+//! It tests whether merely staying near the junior explains TRLVR's effect. The trainer
+//! fills [`ObjectiveBatch::ref_log_probs`] with the junior's log-probs because
+//! [`Objective::needs_reference`] says so.
+//!
+//! ```
+//! use trlvr::prelude::*;
+//! use trlvr_junior_kl::JuniorKl;
+//!
+//! let objective = JuniorKl::new(GrpoConfig::default(), 0.001)?;
+//! assert!(objective.needs_reference());
+//! # Ok::<(), trlvr::Error>(())
+//! ```
+#![warn(missing_docs)]
+
+use trlvr::objective::{Aggregation, KlEstimator, ObjectiveOutput, aggregate, host, kl_per_token};
+use trlvr::prelude::*;
+
+/// GRPO plus a k3 KL penalty toward the junior.
+#[derive(Debug, Clone)]
+pub struct JuniorKl {
+    pg: Grpo,
+    beta: f64,
+}
+
+impl JuniorKl {
+    /// `pg` configures the policy-gradient part (its own KL must be off); `beta` is β.
+    ///
+    /// # Errors
+    /// [`Error::Config`] if β is negative or NaN, `pg` has a KL term, or `pg` is invalid.
+    pub fn new(pg: GrpoConfig, beta: f64) -> Result<Self> {
+        if beta.is_nan() || beta < 0.0 {
+            return Err(Error::Config(format!("junior-KL β must be >= 0, got {beta}")));
+        }
+        if pg.kl.is_some() {
+            return Err(Error::Config("junior-KL adds its own KL term: leave GrpoConfig::kl empty".into()));
+        }
+        Ok(Self { pg: Grpo::new(pg)?, beta })
+    }
+
+    /// β.
+    pub fn beta(&self) -> f64 {
+        self.beta
+    }
+}
+
+impl Objective for JuniorKl {
+    fn name(&self) -> &str {
+        "junior-kl"
+    }
+
+    fn needs_reference(&self) -> bool {
+        true
+    }
+
+    fn loss(&self, batch: &ObjectiveBatch) -> Result<ObjectiveOutput> {
+        let junior = batch
+            .ref_log_probs
+            .clone()
+            .ok_or_else(|| Error::Config("junior-KL needs the junior's log-probs in ref_log_probs".into()))?;
+        let mut out = self.pg.loss(batch)?;
+        let kl = kl_per_token(batch.log_probs.clone(), junior, &batch.loss_mask, KlEstimator::K3);
+        // Always token-mean, whatever the policy-gradient aggregation (method.md §4).
+        let kl = aggregate(kl, &batch.loss_mask, batch.normalizer, Aggregation::TokenMean);
+        out.metrics.insert("junior_kl".into(), f64::from(host(kl.clone().detach())?[0]));
+        out.loss = out.loss + kl * self.beta;
+        out.metrics.insert("loss".into(), f64::from(host(out.loss.clone().detach())?[0]));
+        Ok(out)
+    }
+}

@@ -1,0 +1,54 @@
+//! The junior-KL objective passes trlvr's testing kit, and its KL term is the k3
+//! estimate of method.md §4.
+
+use burn::prelude::*;
+use proptest::prelude::*;
+use trlvr::prelude::*;
+use trlvr::testing::{RolloutCase, check_objective, loss_and_grad, rollout_case};
+use trlvr_junior_kl::JuniorKl;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn passes_the_kit(case in rollout_case(5, 7), beta in 0.0f64..1.0) {
+        let objective = JuniorKl::new(GrpoConfig::default(), beta).unwrap();
+        check_objective(&objective, &case, &Device::default()).map_err(|v| TestCaseError::fail(v.to_string()))?;
+    }
+}
+
+/// With zero advantages only the KL term remains: β · mean over senior tokens of
+/// exp(δ) − δ − 1, δ = log π_jun − log π_θ, computed here by hand.
+#[test]
+fn kl_term_is_token_mean_k3() {
+    let lp = [-1.0f32, -0.5, -2.0, -0.1, -3.0, -1.5];
+    let jun = [-1.2f32, -0.5, -0.5, -0.3, -2.0, -1.0];
+    let case = RolloutCase {
+        prompt_lengths: vec![1, 0],
+        owners: vec![vec![Owner::Senior, Owner::Junior], vec![Owner::Senior, Owner::Senior, Owner::Junior]],
+        width: 3,
+        log_probs: lp.to_vec(),
+        old_log_probs: lp.to_vec(),
+        ref_log_probs: jun.to_vec(),
+        advantages: vec![0.0, 0.0],
+    };
+    let beta = 0.25;
+    let objective = JuniorKl::new(GrpoConfig::default().with_aggregation(Aggregation::SeqMeanTokenSum), beta).unwrap();
+    let (loss, _) = loss_and_grad(&objective, &case, &Device::default()).unwrap();
+    let senior = [1usize, 3, 4]; // row 0 position 1; row 1 positions 0 and 1
+    let k3: f64 = senior
+        .iter()
+        .map(|&k| {
+            let d = f64::from(jun[k] - lp[k]);
+            d.exp() - d - 1.0
+        })
+        .sum::<f64>()
+        / senior.len() as f64;
+    assert!((f64::from(loss) - beta * k3).abs() < 1e-6, "{loss} vs {}", beta * k3);
+}
+
+#[test]
+fn bad_configs_are_refused() {
+    assert!(JuniorKl::new(GrpoConfig::default(), -1.0).is_err());
+    assert!(JuniorKl::new(GrpoConfig::default().with_kl(KlEstimator::K3, 0.1), 0.1).is_err());
+}

@@ -1,0 +1,109 @@
+//! `trlvr handoff`: replays a handoff schedule over a real tokenization, so a researcher
+//! can see where the pen changes hands (and check a plugin schedule by eye).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
+use trlvr::prelude::*;
+use trlvr::schedule::replay;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Schedule {
+    Solo,
+    Word,
+    Token,
+    Step,
+}
+
+/// Arguments of `trlvr handoff`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// tokenizer.json of the senior/junior pair.
+    #[arg(long, default_value = "assets/qwen3-tokenizer/tokenizer.json")]
+    tokenizer: PathBuf,
+    /// Text to tokenize and replay (reads standard input when absent).
+    #[arg(long)]
+    text: Option<String>,
+    /// Which schedule.
+    #[arg(long, value_enum, default_value = "word")]
+    schedule: Schedule,
+    /// Probability that the senior wins a draw (word, token).
+    #[arg(long, default_value_t = 0.5)]
+    p_sen: f64,
+    /// K: redraw after this many tokens without one (word).
+    #[arg(long, default_value_t = 32)]
+    max_gap: usize,
+    /// Seed of the row's random stream.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// EOS token strings (default: Qwen3's).
+    #[arg(long, default_values_t = ["<|im_end|>".to_string(), "<|endoftext|>".to_string()])]
+    eos: Vec<String>,
+    /// Print one JSON line per token instead of marked-up text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs the command.
+pub fn run(args: &Args) -> Result<()> {
+    let tokenizer = tokenizers::Tokenizer::from_file(&args.tokenizer)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .with_context(|| format!("reading tokenizer {}", args.tokenizer.display()))?;
+    let eos: Vec<TokenId> = args
+        .eos
+        .iter()
+        .map(|s| tokenizer.token_to_id(s).with_context(|| format!("EOS token {s:?} is not in the vocabulary")))
+        .collect::<Result<_>>()?;
+    let classes = TokenClasses::from_tokenizer(&tokenizer, &eos)?;
+    let text = match &args.text {
+        Some(t) => t.clone(),
+        None => std::io::read_to_string(std::io::stdin()).context("reading standard input")?,
+    };
+    if text.is_empty() {
+        bail!("no text given (use --text or standard input)");
+    }
+    let ids = tokenizer.encode(text.as_str(), false).map_err(|e| anyhow::anyhow!("{e}"))?.get_ids().to_vec();
+    let schedule: Box<dyn HandoffSchedule> = match args.schedule {
+        Schedule::Solo => Box::new(Solo::senior()),
+        Schedule::Word => Box::new(WordBoundary::new(args.p_sen, args.max_gap)?),
+        Schedule::Token => Box::new(TokenBernoulli::new(args.p_sen)?),
+        Schedule::Step => Box::new(StepAlternation::default()),
+    };
+    let (owners, finish) = replay(schedule.as_ref(), &classes, &ids, args.seed, 0);
+
+    let mut out = std::io::stdout().lock();
+    let mut previous = None;
+    for (&id, &owner) in ids.iter().zip(&owners) {
+        let piece = tokenizer.decode(&[id], false).map_err(|e| anyhow::anyhow!("{e}"))?;
+        if args.json {
+            let line = serde_json::json!({
+                "id": id, "text": piece, "owner": owner,
+                "word_start": classes.is_word_start(id),
+            });
+            writeln!(out, "{line}")?;
+        } else {
+            if previous != Some(owner) {
+                write!(out, "{}", if owner == Owner::Senior { "[S]" } else { "[J]" })?;
+            }
+            write!(out, "{piece}")?;
+        }
+        previous = Some(owner);
+    }
+    let senior = owners.iter().filter(|&&o| o == Owner::Senior).count();
+    let handoffs = owners.windows(2).filter(|w| w[0] != w[1]).count();
+    if !args.json {
+        writeln!(out)?;
+    }
+    eprintln!(
+        "{} tokens, {} senior ({:.1}%), {} handoffs, schedule {}{}",
+        owners.len(),
+        senior,
+        100.0 * senior as f64 / owners.len().max(1) as f64,
+        handoffs,
+        schedule.name(),
+        finish.map(|f| format!(", stopped: {f:?}")).unwrap_or_default()
+    );
+    Ok(())
+}

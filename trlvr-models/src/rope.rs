@@ -1,0 +1,85 @@
+//! Rotary position embeddings in the Hugging Face layout ("rotate half").
+//!
+//! Burn's `RotaryEncoding` rotates adjacent pairs `(x0, x1), (x2, x3), ...`; Llama and
+//! Qwen checkpoints expect the pairs `(x_i, x_{i + d/2})`, so this module computes the
+//! angles itself. Positions are per row and per token, which is what right-padded
+//! batches and per-row KV caches need.
+
+use burn::prelude::*;
+
+/// The cosines and sines for a `[batch, seq]` grid of positions.
+#[derive(Debug, Clone)]
+pub struct Rope {
+    /// `[batch, 1, seq, head_dim]`
+    cos: Tensor<4>,
+    /// `[batch, 1, seq, head_dim]`
+    sin: Tensor<4>,
+}
+
+impl Rope {
+    /// Angles for `positions[row][i]`, every row of the same length `seq`.
+    ///
+    /// Frequency `k < head_dim / 2` is `theta^(-2k / head_dim)`; like transformers, the
+    /// angle table is duplicated across the two halves of the head.
+    pub fn new(positions: &[Vec<usize>], head_dim: usize, theta: f64, device: &Device) -> Self {
+        let batch = positions.len();
+        let seq = positions.first().map_or(0, Vec::len);
+        let half = head_dim / 2;
+        let inv_freq: Vec<f64> = (0..half)
+            .map(|k| 1.0 / theta.powf((2 * k) as f64 / head_dim as f64))
+            .collect();
+        let mut cos = Vec::with_capacity(batch * seq * head_dim);
+        let mut sin = Vec::with_capacity(batch * seq * head_dim);
+        for row in positions {
+            debug_assert_eq!(row.len(), seq);
+            for &p in row {
+                for _ in 0..2 {
+                    for f in &inv_freq {
+                        let angle = p as f64 * f;
+                        cos.push(angle.cos() as f32);
+                        sin.push(angle.sin() as f32);
+                    }
+                }
+            }
+        }
+        let shape = [batch, 1, seq, head_dim];
+        Self {
+            cos: Tensor::from_data(TensorData::new(cos, shape), device),
+            sin: Tensor::from_data(TensorData::new(sin, shape), device),
+        }
+    }
+
+    /// Rotates queries or keys: `x * cos + rotate_half(x) * sin`.
+    ///
+    /// # Shapes
+    /// - `x`: `[batch, heads, seq, head_dim]`, returned in the same shape.
+    pub fn apply(&self, x: Tensor<4>) -> Tensor<4> {
+        let [b, h, t, d] = x.dims();
+        let half = d / 2;
+        let x1 = x.clone().slice([0..b, 0..h, 0..t, 0..half]);
+        let x2 = x.clone().slice([0..b, 0..h, 0..t, half..d]);
+        let rotated = Tensor::cat(vec![x2.neg(), x1], 3); // rotate_half(x)
+        x * self.cos.clone() + rotated * self.sin.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn position_zero_is_identity_and_norms_are_kept() {
+        let device = Device::default();
+        let x = Tensor::<4>::random([1, 2, 3, 8], burn::tensor::Distribution::Default, &device);
+        let rope = Rope::new(&[vec![0, 5, 9]], 8, 10_000.0, &device);
+        let y = rope.apply(x.clone());
+        let first = (y.clone().slice([0..1, 0..2, 0..1, 0..8]) - x.clone().slice([0..1, 0..2, 0..1, 0..8]))
+            .abs()
+            .max()
+            .into_scalar::<f32>();
+        assert!(first < 1e-6);
+        let norm = |t: Tensor<4>| t.square().sum_dim(3);
+        let diff = (norm(y) - norm(x)).abs().max().into_scalar::<f32>();
+        assert!(diff < 1e-5);
+    }
+}

@@ -1,0 +1,475 @@
+//! String-level normalisation of an extracted answer.
+//!
+//! [`normalize`] removes LaTeX noise that never changes an answer's meaning and rewrites
+//! the notations that do into one canonical spelling, so that the exact-match shortcut of
+//! [`crate::equivalent`] fires as often as possible and the parser sees a small dialect.
+//! It is applied repeatedly until nothing changes, which makes it idempotent by
+//! construction: `normalize(&normalize(s)) == normalize(s)`.
+
+/// Inputs longer than this (in bytes, after trimming) are returned trimmed but otherwise
+/// untouched: no real answer is that long, and the rewriting passes are not free.
+pub const MAX_NORMALIZE_LEN: usize = 4096;
+
+/// Fixed-point iterations before giving up (every pass only shortens or canonicalises, so
+/// real inputs settle in two or three).
+const MAX_PASSES: usize = 16;
+
+/// Normalises an extracted answer: LaTeX spacing, `\left`/`\right`, `$`, `\text{}` and
+/// friends, degrees, percent and currency signs, thousands separators, units and words
+/// after a number, `\dfrac`/`\tfrac`, `\frac12`/`\sqrt2` shorthands, the `2 1/2` mixed
+/// number, multiple-choice letters `(B)`, a trailing period, and spaces.
+///
+/// ```
+/// use trlvr_verifiers::normalize;
+///
+/// assert_eq!(normalize(r"\$1{,}000.\ "), "1000");
+/// assert_eq!(normalize(r"\left( 3, \dfrac12 \right)"), r"(3,\frac{1}{2})");
+/// assert_eq!(normalize(r"90^\circ"), "90");
+/// assert_eq!(normalize(r"\text{(B)}"), "B");
+/// assert_eq!(normalize("x = 5 apples"), "x=5");
+/// ```
+pub fn normalize(input: &str) -> String {
+    let trimmed = input.trim();
+    if trimmed.len() > MAX_NORMALIZE_LEN {
+        return trimmed.to_string();
+    }
+    let mut cur = trimmed.to_string();
+    for _ in 0..MAX_PASSES {
+        let next = pass(&cur);
+        if next == cur {
+            break;
+        }
+        cur = next;
+    }
+    cur
+}
+
+/// One round of every rewrite.
+fn pass(s: &str) -> String {
+    let s = unicode(s);
+    let s = s
+        .replace("^{\\circ}", "")
+        .replace("^\\circ", "")
+        .replace("{,}", ",")
+        .replace('$', "");
+    let s = thousands_bang(&s);
+    let s = commands(&s);
+    let s = s.replace(['%', '~'], " ");
+    let s = unbrace_scripts(&s);
+    let s = s.replace(" or ", ",").replace(" and ", ",");
+    let s = spaces(&s);
+    let s = s.trim_end_matches(['.', ',', ';', ' ']).trim_start().to_string();
+    let s = strip_units(&s);
+    let s = choice_letter(&s);
+    let s = thousands_plain(&s);
+    mixed_slash(&s)
+}
+
+/// Unicode math symbols to their LaTeX commands (followed by a space so that a letter
+/// after them does not glue onto the command name; [`spaces`] removes it when harmless).
+fn unicode(s: &str) -> String {
+    if s.is_ascii() {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            'π' => out.push_str("\\pi "),
+            '∞' => out.push_str("\\infty "),
+            '√' => out.push_str("\\sqrt "),
+            '≤' => out.push_str("\\le "),
+            '≥' => out.push_str("\\ge "),
+            '≠' => out.push_str("\\ne "),
+            '×' => out.push_str("\\times "),
+            '·' => out.push_str("\\cdot "),
+            '∪' => out.push_str("\\cup "),
+            '∈' => out.push_str("\\in "),
+            '±' => out.push_str("\\pm "),
+            '−' | '–' => out.push('-'),
+            '°' => {}
+            '\u{a0}' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// `12,\!345` (MATH's thousands separator) to `12345`, also with spaces after the `\!`.
+fn thousands_bang(s: &str) -> String {
+    if !s.contains(",\\!") {
+        return s.to_string();
+    }
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i..].starts_with(b",\\!") && i > 0 && b[i - 1].is_ascii_digit() {
+            let mut j = i + 3;
+            while j < b.len() && b[j] == b' ' {
+                j += 1;
+            }
+            if j + 3 <= b.len() && b[j..j + 3].iter().all(u8::is_ascii_digit) {
+                i = j;
+                continue;
+            }
+        }
+        let c = s[i..].chars().next().unwrap_or(' ');
+        out.push(c);
+        i += c.len_utf8();
+    }
+    out
+}
+
+/// Index of the `}` matching the `{` at `open`, skipping escaped braces `\{` / `\}`.
+pub(crate) fn matching_brace(s: &str, open: usize) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut depth = 0usize;
+    let mut i = open;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 1,
+            b'{' => depth += 1,
+            b'}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Reads a LaTeX command name (ASCII letters) starting at `i`; returns its end.
+fn command_end(b: &[u8], i: usize) -> usize {
+    let mut j = i;
+    while j < b.len() && b[j].is_ascii_alphabetic() {
+        j += 1;
+    }
+    j
+}
+
+/// Rewrites LaTeX commands: drops sizing and spacing, unwraps text-like wrappers, maps
+/// aliases to one spelling and braces the arguments of `\frac`, `\sqrt` and `\binom`.
+fn commands(s: &str) -> String {
+    if !s.contains('\\') {
+        return s.to_string();
+    }
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            let c = s[i..].chars().next().unwrap_or(' ');
+            out.push(c);
+            i += c.len_utf8();
+            continue;
+        }
+        let start = i + 1;
+        let end = command_end(b, start);
+        if end == start {
+            // A one-character command such as `\!`, `\,` or `\{`.
+            match b.get(start) {
+                Some(b'!') => {}
+                Some(b',' | b';' | b':' | b' ' | b'>') => out.push(' '),
+                Some(b'%' | b'$') => {}
+                Some(_) => {
+                    let c = s[start..].chars().next().unwrap_or(' ');
+                    out.push('\\');
+                    out.push(c);
+                    i = start + c.len_utf8();
+                    continue;
+                }
+                None => {}
+            }
+            i = start + 1;
+            continue;
+        }
+        let name = &s[start..end];
+        i = end;
+        match name {
+            "left" | "right" | "bigl" | "bigr" | "Bigl" | "Bigr" | "big" | "Big" | "bigg"
+            | "Bigg" => {
+                if b.get(i) == Some(&b'.') {
+                    i += 1;
+                }
+            }
+            "displaystyle" | "textstyle" | "quad" | "qquad" | "limits" | "nolimits" => {
+                out.push(' ')
+            }
+            "circ" | "degree" | "degrees" => {}
+            "dfrac" | "tfrac" | "cfrac" | "frac" => i = braced_args(s, i, 2, "\\frac", &mut out),
+            "dbinom" | "tbinom" | "binom" => i = braced_args(s, i, 2, "\\binom", &mut out),
+            "sqrt" => {
+                out.push_str("\\sqrt");
+                if b.get(i) == Some(&b'[') {
+                    if let Some(close) = s[i..].find(']') {
+                        out.push_str(&s[i..=i + close]);
+                        i += close + 1;
+                    }
+                }
+                i = braced_args(s, i, 1, "", &mut out);
+            }
+            "leq" | "leqslant" | "le" => out.push_str("\\le "),
+            "geq" | "geqslant" | "ge" => out.push_str("\\ge "),
+            "neq" | "ne" => out.push_str("\\ne "),
+            "lt" => out.push('<'),
+            "gt" => out.push('>'),
+            "lbrace" => out.push_str("\\{"),
+            "rbrace" => out.push_str("\\}"),
+            "vert" | "lvert" | "rvert" | "mid" => out.push('|'),
+            "ast" => out.push('*'),
+            "inf" | "infin" => out.push_str("\\infty "),
+            "text" | "textbf" | "textit" | "textrm" | "textsf" | "textnormal" | "mathrm"
+            | "mathbf" | "mathit" | "mathsf" | "mbox" | "hbox" | "boxed" | "fbox" => {
+                let mut j = i;
+                while b.get(j) == Some(&b' ') {
+                    j += 1;
+                }
+                if b.get(j) == Some(&b'{') {
+                    if let Some(close) = matching_brace(s, j) {
+                        out.push_str(&s[j + 1..close]);
+                        i = close + 1;
+                    }
+                }
+            }
+            "operatorname" => {
+                if b.get(i) == Some(&b'{') {
+                    if let Some(close) = matching_brace(s, i) {
+                        out.push('\\');
+                        out.push_str(s[i + 1..close].trim());
+                        out.push(' ');
+                        i = close + 1;
+                    }
+                }
+            }
+            _ => {
+                out.push('\\');
+                out.push_str(name);
+                // Keep a separating space when a letter follows (e.g. `\pi r`).
+                if b.get(i).is_some_and(u8::is_ascii_alphabetic) {
+                    out.push(' ');
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Writes `cmd` and then `n` arguments starting at `i`, bracing single-character (or
+/// single-command) arguments; returns the index after the last argument consumed.
+fn braced_args(s: &str, mut i: usize, n: usize, cmd: &str, out: &mut String) -> usize {
+    let b = s.as_bytes();
+    out.push_str(cmd);
+    for _ in 0..n {
+        while b.get(i) == Some(&b' ') {
+            i += 1;
+        }
+        match b.get(i) {
+            Some(b'{') => match matching_brace(s, i) {
+                Some(close) => {
+                    out.push_str(&s[i..=close]);
+                    i = close + 1;
+                }
+                None => return i,
+            },
+            Some(c) if c.is_ascii_alphanumeric() => {
+                out.push('{');
+                out.push(*c as char);
+                out.push('}');
+                i += 1;
+            }
+            Some(b'\\') => {
+                let end = command_end(b, i + 1);
+                if end == i + 1 {
+                    return i;
+                }
+                out.push('{');
+                out.push_str(&s[i..end]);
+                out.push('}');
+                i = end;
+            }
+            _ => return i,
+        }
+    }
+    i
+}
+
+/// `^{2}` to `^2` and `_{8}` to `_8`: single-character scripts lose their braces.
+fn unbrace_scripts(s: &str) -> String {
+    if !s.contains("^{") && !s.contains("_{") {
+        return s.to_string();
+    }
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        if (b[i] == b'^' || b[i] == b'_')
+            && i + 3 < b.len() + 1
+            && b.get(i + 1) == Some(&b'{')
+            && b.get(i + 2).is_some_and(u8::is_ascii_alphanumeric)
+            && b.get(i + 3) == Some(&b'}')
+        {
+            out.push(b[i] as char);
+            out.push(b[i + 2] as char);
+            i += 4;
+            continue;
+        }
+        let c = s[i..].chars().next().unwrap_or(' ');
+        out.push(c);
+        i += c.len_utf8();
+    }
+    out
+}
+
+/// Collapses whitespace; keeps one space only between two alphanumeric characters (as in
+/// `\cot x`, `north east` or `1 000`), drops it elsewhere.
+fn spaces(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut pending = false;
+    for c in s.trim().chars() {
+        if c.is_whitespace() {
+            pending = true;
+            continue;
+        }
+        if pending {
+            let prev_alnum = out.chars().last().is_some_and(|p| p.is_alphanumeric());
+            if prev_alnum && c.is_alphanumeric() {
+                out.push(' ');
+            }
+            pending = false;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Drops words after a number: `5 cm`, `12 dollars`, `x=5 apples`, `15 cm^2`, `10 sq units`.
+fn strip_units(s: &str) -> String {
+    let mut cur = s;
+    loop {
+        let b = cur.as_bytes();
+        let mut end = b.len();
+        // An optional power on the unit: `^2`, `^{3}`.
+        if end >= 2 && b[end - 2] == b'^' && b[end - 1].is_ascii_digit() {
+            end -= 2;
+        }
+        let mut start = end;
+        while start > 0 && b[start - 1].is_ascii_alphabetic() {
+            start -= 1;
+        }
+        if end - start < 2 || start == 0 || b[start - 1] != b' ' {
+            return cur.to_string();
+        }
+        let rest = cur[..start].trim_end();
+        let ok = rest
+            .as_bytes()
+            .last()
+            .is_some_and(|c| c.is_ascii_digit() || *c == b'}' || *c == b')');
+        if !ok {
+            return cur.to_string();
+        }
+        cur = rest;
+    }
+}
+
+/// `(B)` to `B`: a parenthesised capital letter is a multiple-choice answer.
+fn choice_letter(s: &str) -> String {
+    let b = s.as_bytes();
+    if b.len() == 3 && b[0] == b'(' && b[1].is_ascii_uppercase() && b[2] == b')' {
+        return (b[1] as char).to_string();
+    }
+    s.to_string()
+}
+
+/// `1,000,000` (the whole answer, optionally signed and with decimals) to `1000000`.
+fn thousands_plain(s: &str) -> String {
+    let body = s.strip_prefix('-').unwrap_or(s);
+    let (int, frac) = match body.split_once('.') {
+        Some((a, f)) => (a, Some(f)),
+        None => (body, None),
+    };
+    if !int.contains(',') || frac.is_some_and(|f| f.is_empty() || !f.bytes().all(|c| c.is_ascii_digit())) {
+        return s.to_string();
+    }
+    let groups: Vec<&str> = int.split(',').collect();
+    let first_ok = (1..=3).contains(&groups[0].len());
+    let all_digits = groups.iter().all(|g| g.bytes().all(|c| c.is_ascii_digit()));
+    let rest_ok = groups[1..].iter().all(|g| g.len() == 3);
+    if first_ok && all_digits && rest_ok {
+        s.replace(',', "")
+    } else {
+        s.to_string()
+    }
+}
+
+/// `2 1/2` (the whole answer) to the mixed number `2\frac{1}{2}`.
+fn mixed_slash(s: &str) -> String {
+    let body = s.strip_prefix('-').unwrap_or(s);
+    let Some((whole, frac)) = body.split_once(' ') else {
+        return s.to_string();
+    };
+    let Some((num, den)) = frac.split_once('/') else {
+        return s.to_string();
+    };
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit());
+    if digits(whole) && digits(num) && digits(den) {
+        let sign = if body.len() < s.len() { "-" } else { "" };
+        format!("{sign}{whole}\\frac{{{num}}}{{{den}}}")
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table() {
+        let cases = [
+            (r"\left( 3, \frac{\pi}{2} \right)", r"(3,\frac{\pi}{2})"),
+            (r"10,\!080", "10080"),
+            (r"11,\! 111,\! 111,\! 100", "11111111100"),
+            (r"\$32,\!348", "32348"),
+            (r"1{,}000", "1000"),
+            ("58,500", "58500"),
+            ("1, 2", "1,2"),
+            (r"864 \mbox{ inches}^2", "864"),
+            (r"15\mbox{ cm}^2", "15"),
+            (r"\frac{270}7\text{ degrees}", r"\frac{270}{7}"),
+            (r"\frac 34", r"\frac{3}{4}"),
+            (r"\frac9{19}", r"\frac{9}{19}"),
+            (r"\dfrac{17}{50}", r"\frac{17}{50}"),
+            (r"11\sqrt2", r"11\sqrt{2}"),
+            (r"90^{\circ}", "90"),
+            (r"50\%", "50"),
+            (r"\text{Evelyn}", "Evelyn"),
+            (r"\textbf{(C)}", "C"),
+            ("5.", "5"),
+            ("2 1/2", r"2\frac{1}{2}"),
+            (r"\cot x", r"\cot x"),
+            (r"4210_{5}", "4210_5"),
+            (r"x \in [-2,7]", r"x\in[-2,7]"),
+            (r"1 \text{ or } 2", "1,2"),
+            ("12 dollars", "12"),
+            (r"5.4 \text{ cents}", "5.4"),
+            (r"x \le 3", r"x\le 3"),
+            (r"\sqrt[3]{x}", r"\sqrt[3]{x}"),
+            ("π", r"\pi"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(normalize(input), want, "normalize({input:?})");
+        }
+    }
+
+    #[test]
+    fn idempotent_on_samples() {
+        for s in [r"\frac\frac12 3", r"\text{\text{a}}", "1,000,0", r"\sqrt\sqrt2"] {
+            let once = normalize(s);
+            assert_eq!(normalize(&once), once, "{s:?}");
+        }
+    }
+}
