@@ -18,6 +18,7 @@
 //! | [`HandoffSchedule`](schedule::HandoffSchedule): who writes next | [`schedule`] |
 //! | [`Verifier`](verifier::Verifier): response + reference -> reward | [`verifier`] |
 //! | [`Objective`](objective::Objective), [`Grpo`](objective::Grpo) | [`objective`] |
+//! | the tandem rollout engine, sampling | [`rollout`] |
 //! | group advantages | [`advantage`] |
 //! | attention / response / ownership masks, the loss mask | [`mask`] |
 //! | word boundaries, paragraph ends, EOS ids | [`vocab`] |
@@ -70,6 +71,7 @@ mod error;
 pub mod mask;
 pub mod model;
 pub mod objective;
+pub mod rollout;
 pub mod schedule;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -90,6 +92,7 @@ pub mod prelude {
     pub use crate::objective::{
         Aggregation, Grpo, GrpoConfig, KlEstimator, Objective, ObjectiveBatch, ObjectiveOutput,
     };
+    pub use crate::rollout::{Rollout, RolloutConfig, RolloutEngine, Sampling};
     pub use crate::schedule::{
         Finish, Handoff, HandoffSchedule, HandoffState, Next, Solo, StepAlternation,
         TokenBernoulli, WordBoundary,

@@ -1,0 +1,166 @@
+//! Sampling one token from a row of logits: temperature, then top-k, then top-p.
+
+use rand::{Rng, RngCore};
+use serde::{Deserialize, Serialize};
+
+use crate::token::TokenId;
+use crate::{Error, Result};
+
+/// Sampling parameters, the same for senior and junior (method.md §2: T = 0.6, no
+/// top-p/k for training; §5: T = 0.7, top-p 0.8, top-k 20 for evaluation).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Sampling {
+    /// Logits are divided by this; 0 means greedy.
+    pub temperature: f32,
+    /// Keep the smallest set of tokens whose probability reaches this (1 = off).
+    pub top_p: f32,
+    /// Keep this many most likely tokens (0 = off).
+    pub top_k: usize,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Self::training()
+    }
+}
+
+impl Sampling {
+    /// The paper's training sampler: T = 0.6, no truncation.
+    pub fn training() -> Self {
+        Self { temperature: 0.6, top_p: 1.0, top_k: 0 }
+    }
+
+    /// The paper's evaluation sampler: T = 0.7, top-p 0.8, top-k 20.
+    pub fn evaluation() -> Self {
+        Self { temperature: 0.7, top_p: 0.8, top_k: 20 }
+    }
+
+    /// Greedy decoding (argmax).
+    pub fn greedy() -> Self {
+        Self { temperature: 0.0, top_p: 1.0, top_k: 0 }
+    }
+
+    /// Checks the ranges.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a negative or NaN temperature or top-p outside (0, 1].
+    pub fn validate(&self) -> Result<()> {
+        if self.temperature.is_nan() || self.temperature < 0.0 {
+            return Err(Error::Config(format!("temperature must be >= 0, got {}", self.temperature)));
+        }
+        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+            return Err(Error::Config(format!("top_p must be in (0, 1], got {}", self.top_p)));
+        }
+        Ok(())
+    }
+
+    /// Draws a token from `logits` and returns it with its log-probability under the
+    /// temperature-scaled, untruncated distribution (what teacher-forced scoring at the
+    /// same temperature gives; for greedy, temperature 1).
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] if the logits hold NaN or no finite value.
+    pub fn sample(&self, logits: &[f32], rng: &mut dyn RngCore) -> Result<(TokenId, f32)> {
+        if logits.iter().any(|x| x.is_nan()) {
+            return Err(Error::NonFinite("NaN in logits".into()));
+        }
+        let t = if self.temperature > 0.0 { self.temperature } else { 1.0 };
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        if !max.is_finite() {
+            return Err(Error::NonFinite("no finite logit".into()));
+        }
+        let weights: Vec<f64> = logits.iter().map(|&x| f64::from((x - max) / t).exp()).collect();
+        let total: f64 = weights.iter().sum();
+        let log_prob = |id: usize| (weights[id] / total).ln() as f32;
+        if self.temperature == 0.0 {
+            let id = weights.iter().enumerate().fold(0, |best, (i, &w)| if w > weights[best] { i } else { best });
+            return Ok((id as TokenId, log_prob(id)));
+        }
+        let candidates = self.truncate(&weights, total);
+        let mass: f64 = candidates.iter().map(|&i| weights[i]).sum();
+        let mut u = rng.random::<f64>() * mass;
+        let mut chosen = *candidates.last().expect("at least one candidate");
+        for &i in &candidates {
+            if u < weights[i] {
+                chosen = i;
+                break;
+            }
+            u -= weights[i];
+        }
+        Ok((chosen as TokenId, log_prob(chosen)))
+    }
+
+    /// Candidate ids after top-k and top-p (all ids, in order, when both are off).
+    fn truncate(&self, weights: &[f64], total: f64) -> Vec<usize> {
+        let mut ids: Vec<usize> = (0..weights.len()).collect();
+        if self.top_k == 0 && self.top_p >= 1.0 {
+            return ids;
+        }
+        let by_weight = |a: &usize, b: &usize| weights[*b].total_cmp(&weights[*a]).then(a.cmp(b));
+        if self.top_k > 0 && self.top_k < ids.len() {
+            ids.select_nth_unstable_by(self.top_k - 1, by_weight);
+            ids.truncate(self.top_k);
+        }
+        ids.sort_unstable_by(by_weight);
+        if self.top_p < 1.0 {
+            let mut acc = 0.0;
+            let keep = ids
+                .iter()
+                .position(|&i| {
+                    acc += weights[i] / total;
+                    acc >= f64::from(self.top_p)
+                })
+                .map_or(ids.len(), |p| p + 1);
+            ids.truncate(keep);
+        }
+        ids
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::row_rng;
+
+    #[test]
+    fn greedy_takes_the_argmax() {
+        let (id, lp) = Sampling::greedy().sample(&[0.1, 3.0, -1.0], &mut row_rng(0, 0)).unwrap();
+        assert_eq!(id, 1);
+        assert!(lp < 0.0 && lp > -0.2);
+    }
+
+    #[test]
+    fn top_k_one_is_greedy_and_frequencies_follow_probabilities() {
+        let logits = [0.0f32, 1.0, 2.0, -5.0];
+        let mut rng = row_rng(1, 0);
+        let k1 = Sampling { temperature: 1.0, top_p: 1.0, top_k: 1 };
+        assert!((0..50).all(|_| k1.sample(&logits, &mut rng).unwrap().0 == 2));
+        let plain = Sampling { temperature: 1.0, top_p: 1.0, top_k: 0 };
+        let mut counts = [0usize; 4];
+        for _ in 0..20_000 {
+            counts[plain.sample(&logits, &mut rng).unwrap().0 as usize] += 1;
+        }
+        let z: f64 = logits.iter().map(|&x| f64::from(x).exp()).sum();
+        for (i, &c) in counts.iter().enumerate() {
+            let p = f64::from(logits[i]).exp() / z;
+            assert!((c as f64 / 20_000.0 - p).abs() < 0.015, "token {i}: {c} vs p {p}");
+        }
+    }
+
+    #[test]
+    fn top_p_keeps_the_smallest_sufficient_set() {
+        // probabilities ~ [0.64, 0.24, 0.09, 0.03]: top-p 0.8 keeps the first two.
+        let logits = [3.0f32, 2.0, 1.0, 0.0];
+        let s = Sampling { temperature: 1.0, top_p: 0.8, top_k: 0 };
+        let mut rng = row_rng(2, 0);
+        assert!((0..500).all(|_| s.sample(&logits, &mut rng).unwrap().0 < 2));
+    }
+
+    #[test]
+    fn bad_input_is_an_error() {
+        assert!(Sampling::default().sample(&[f32::NAN, 1.0], &mut row_rng(0, 0)).is_err());
+        assert!(Sampling { temperature: -1.0, ..Sampling::default() }.validate().is_err());
+        assert!(Sampling { top_p: 0.0, ..Sampling::default() }.validate().is_err());
+    }
+}
