@@ -114,6 +114,20 @@ pub trait Partner: Send + Sync {
 }
 
 /// A [`Partner`] that is also a trainable Burn module: the senior.
+///
+/// ```
+/// use burn::prelude::*;
+/// use trlvr::prelude::*;
+///
+/// let device = Device::default().autodiff();
+/// let policy = BigramLm::random(4, 1.0, &device);
+/// let batch = TokenBatch::new(vec![vec![0, 1, 2], vec![3, 1]], 0)?;
+/// let log_probs = policy.log_probs(&batch, 0.6)?; // [2, 3]; position 0 and padding are 0
+/// assert_eq!(log_probs.dims(), [2, 3]);
+/// let grads = log_probs.sum().backward();
+/// assert!(policy.table.val().grad(&grads).is_some());
+/// # Ok::<(), trlvr::Error>(())
+/// ```
 pub trait Policy: Partner + Module {
     /// As [`Partner::score`], but recording gradients when the model lives on an
     /// autodiff device.
