@@ -42,6 +42,10 @@ pub struct RolloutConfig {
     /// Also record the non-author's log-prob of each token (analysis; one extra
     /// teacher-forced pass per model at the end).
     pub other_log_probs: bool,
+    /// Make both models read every token as it is written, as the paper's release code
+    /// does (a baseline for benchmarks). Off by default: the idle model catches up
+    /// lazily when its turn comes.
+    pub eager_catch_up: bool,
     /// Accept a senior and junior whose vocabulary sizes differ, sampling only from the
     /// shared prefix of ids. Off by default: a mismatch is an error.
     pub allow_vocab_prefix: bool,
@@ -55,6 +59,7 @@ impl Default for RolloutConfig {
             sampling: Sampling::training(),
             seed: 0,
             other_log_probs: false,
+            eager_catch_up: false,
             allow_vocab_prefix: false,
         }
     }
@@ -202,16 +207,20 @@ impl<'m> RolloutEngine<'m> {
                 let mine: Vec<usize> = (0..rows.len())
                     .filter(|&i| rows[i].finish.is_none() && rows[i].handoff.author() == side.owner)
                     .collect();
-                if mine.is_empty() {
+                // Eager baseline: also read the rows the other model is writing.
+                let idle: Vec<usize> = if self.config.eager_catch_up {
+                    (0..rows.len()).filter(|&i| rows[i].finish.is_none() && !mine.contains(&i)).collect()
+                } else {
+                    Vec::new()
+                };
+                if mine.is_empty() && idle.is_empty() {
                     continue;
                 }
-                any = true;
-                let logits = side.next_logits(&prompt_refs, g, &rows, &mine)?;
-                let width = logits.len() / mine.len();
+                any |= !mine.is_empty();
+                let logits = side.next_logits(&prompt_refs, g, &mut rows, &mine, &idle)?;
+                let width = side.model.vocab_size();
                 for (k, &i) in mine.iter().enumerate() {
                     let row = &mut rows[i];
-                    let slot = side.slot();
-                    row.read[slot] = row.tokens.len();
                     let row_logits = &logits[k * width..k * width + self.vocab];
                     let (token, log_prob) = self.config.sampling.sample(row_logits, &mut row.sampler)?;
                     row.tokens.push(token);
@@ -313,9 +322,17 @@ impl<'m> Side<'m> {
     }
 
     /// Next-token logits for `mine` (host, `[mine.len() * model vocab]`): rows that have
-    /// unread tokens read them in one fused call; rows that have read everything (only
-    /// right after the prompt) use the prefill's logits.
-    fn next_logits(&mut self, prompts: &[&[TokenId]], g: usize, rows: &[Row], mine: &[usize]) -> Result<Vec<f32>> {
+    /// unread tokens read them in one fused call (with the `idle` rows, which only read);
+    /// rows that have read everything (only right after the prompt) use the prefill's
+    /// logits. Marks every fed row as read.
+    fn next_logits(
+        &mut self,
+        prompts: &[&[TokenId]],
+        g: usize,
+        rows: &mut [Row],
+        mine: &[usize],
+        idle: &[usize],
+    ) -> Result<Vec<f32>> {
         let vocab = self.model.vocab_size();
         if self.session.is_none() {
             let (session, logits) = self.model.start(prompts, g)?;
@@ -323,11 +340,10 @@ impl<'m> Side<'m> {
             self.session = Some(session);
         }
         let slot = self.slot();
-        let feeds: Vec<Feed<'_>> = mine
-            .iter()
-            .filter(|&&i| rows[i].read[slot] < rows[i].tokens.len())
-            .map(|&i| Feed { row: i, tokens: &rows[i].tokens[rows[i].read[slot]..] })
-            .collect();
+        let unread = |i: &usize| rows[*i].read[slot] < rows[*i].tokens.len();
+        let fed_rows: Vec<usize> = mine.iter().chain(idle).copied().filter(unread).collect();
+        let feeds: Vec<Feed<'_>> =
+            fed_rows.iter().map(|&i| Feed { row: i, tokens: &rows[i].tokens[rows[i].read[slot]..] }).collect();
         let fed = if feeds.is_empty() {
             Vec::new()
         } else {
@@ -335,15 +351,19 @@ impl<'m> Side<'m> {
             let logits = self.model.extend(session, &feeds)?;
             logits.try_into_vec_as::<f32>().map_err(|e| Error::Read(format!("{e:?}")))?
         };
+        // `fed_rows` lists the fed rows of `mine` first, in order.
         let mut out = Vec::with_capacity(mine.len() * vocab);
-        let mut next_fed = 0;
-        for &i in mine {
-            if rows[i].read[slot] < rows[i].tokens.len() {
-                out.extend_from_slice(&fed[next_fed * vocab..(next_fed + 1) * vocab]);
-                next_fed += 1;
+        let mut k = 0;
+        for i in mine {
+            if unread(i) {
+                out.extend_from_slice(&fed[k * vocab..(k + 1) * vocab]);
+                k += 1;
             } else {
                 out.extend_from_slice(&self.start_logits[i * vocab..(i + 1) * vocab]);
             }
+        }
+        for &i in &fed_rows {
+            rows[i].read[slot] = rows[i].tokens.len();
         }
         Ok(out)
     }
