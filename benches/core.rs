@@ -14,7 +14,11 @@ fn minibatch(width: usize) -> RolloutCase {
     let rows = 64;
     let prompt = 128;
     let owners: Vec<Vec<Owner>> = (0..rows)
-        .map(|i| (0..width - prompt - (i % 7) * 10).map(|t| if (t / 5 + i) % 2 == 0 { Owner::Senior } else { Owner::Junior }).collect())
+        .map(|i| {
+            (0..width - prompt - (i % 7) * 10)
+                .map(|t| if (t / 5 + i) % 2 == 0 { Owner::Senior } else { Owner::Junior })
+                .collect()
+        })
         .collect();
     let cells = rows * width;
     RolloutCase {
@@ -54,7 +58,8 @@ fn grpo(c: &mut Criterion) {
 fn schedules(c: &mut Criterion) {
     let tokenizer = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/qwen3-tokenizer/tokenizer.json");
     let classes = TokenClasses::from_file(tokenizer, &[151645, 151643]).unwrap();
-    let tokens: Vec<TokenId> = (0..100_000u32).map(|i| (i * 7919) % 151_000).filter(|&t| !classes.is_eos(t)).collect();
+    let tokens: Vec<TokenId> =
+        (0..100_000u32).map(|i| (i * 7919) % 151_000).filter(|&t| !classes.is_eos(t)).collect();
     let mut group = c.benchmark_group("schedule");
     group.throughput(Throughput::Elements(tokens.len() as u64));
     group.bench_function("word replay, Qwen3 vocab", |b| {

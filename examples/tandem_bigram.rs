@@ -55,23 +55,29 @@ fn main() -> Result<()> {
     let temperature = Sampling::training().temperature;
 
     for step in 0..=60 {
-        let config = RolloutConfig { group_size: 8, max_new_tokens: 12, seed: step, ..RolloutConfig::default() };
+        let config =
+            RolloutConfig { group_size: 8, max_new_tokens: 12, seed: step, ..RolloutConfig::default() };
         let frozen = senior.valid();
         if step % 10 == 0 {
-            let solo = RolloutEngine::solo(&frozen, &classes, config.clone())?.generate(&prompts, &Solo::senior())?;
+            let solo = RolloutEngine::solo(&frozen, &classes, config.clone())?
+                .generate(&prompts, &Solo::senior())?;
             println!("step {step:3}  solo validation reward {:.3}", mean_reward(&solo));
         }
         // 1. rollouts (senior and junior co-write)
-        let rollouts = RolloutEngine::new(&frozen, &junior, &classes, config)?.generate(&prompts, &schedule)?;
+        let rollouts =
+            RolloutEngine::new(&frozen, &junior, &classes, config)?.generate(&prompts, &schedule)?;
         // 2. rewards and group advantages
-        let rewards: Vec<f32> = rollouts.iter().map(|r| EndsWithC.verify(&text(&r.tokens), "").value).collect();
+        let rewards: Vec<f32> =
+            rollouts.iter().map(|r| EndsWithC.verify(&text(&r.tokens), "").value).collect();
         let adv = advantages(&rewards, 8, AdvantageNorm::GroupStd)?;
         // 3. senior log-probs with gradients; one update per batch, so π_old = π_θ
-        let sequences: Vec<Vec<TokenId>> = rollouts.iter().map(|r| [vec![BOS], r.tokens.clone()].concat()).collect();
+        let sequences: Vec<Vec<TokenId>> =
+            rollouts.iter().map(|r| [vec![BOS], r.tokens.clone()].concat()).collect();
         let batch = TokenBatch::new(sequences, EOS)?;
         let log_probs = senior.log_probs(&batch, temperature)?;
         let owners: Vec<Vec<Owner>> = rollouts.iter().map(|r| r.owners.clone()).collect();
-        let loss_mask = RolloutMasks::new(&vec![1; rollouts.len()], &owners, batch.width(), &device)?.loss_mask();
+        let loss_mask =
+            RolloutMasks::new(&vec![1; rollouts.len()], &owners, batch.width(), &device)?.loss_mask();
         let out = grpo.loss(&ObjectiveBatch {
             old_log_probs: log_probs.clone().detach(),
             log_probs,

@@ -54,7 +54,9 @@ pub fn run(args: &Args) -> Result<()> {
     let eos: Vec<TokenId> = args
         .eos
         .iter()
-        .map(|s| tokenizer.token_to_id(s).with_context(|| format!("EOS token {s:?} is not in the vocabulary")))
+        .map(|s| {
+            tokenizer.token_to_id(s).with_context(|| format!("EOS token {s:?} is not in the vocabulary"))
+        })
         .collect::<Result<_>>()?;
     let classes = TokenClasses::from_tokenizer(&tokenizer, &eos)?;
     let text = match &args.text {

@@ -51,7 +51,7 @@ fn std_unbiased(xs: &[f64]) -> f64 {
 /// [`Error::Shape`] if `group_size` is 0 or does not divide the count;
 /// [`Error::NonFinite`] for a NaN or infinite reward.
 pub fn advantages(rewards: &[f32], group_size: usize, norm: AdvantageNorm) -> Result<Vec<f32>> {
-    if group_size == 0 || rewards.len() % group_size != 0 {
+    if group_size == 0 || !rewards.len().is_multiple_of(group_size) {
         return Err(Error::Shape(format!(
             "{} rewards do not split into groups of {group_size}",
             rewards.len()
@@ -73,18 +73,11 @@ pub fn advantages(rewards: &[f32], group_size: usize, norm: AdvantageNorm) -> Re
         }
     }
     let out = match norm {
-        AdvantageNorm::GroupStd => centred
-            .iter()
-            .zip(&group_std)
-            .map(|(c, s)| c / (s + STD_EPS))
-            .collect(),
+        AdvantageNorm::GroupStd => centred.iter().zip(&group_std).map(|(c, s)| c / (s + STD_EPS)).collect(),
         AdvantageNorm::GroupMean => centred,
         AdvantageNorm::BatchStd => {
             let s = std_unbiased(&centred);
-            centred
-                .iter()
-                .map(|c| c / (s + STD_EPS))
-                .collect::<Vec<_>>()
+            centred.iter().map(|c| c / (s + STD_EPS)).collect::<Vec<_>>()
         }
     };
     Ok(out.into_iter().map(|a| a as f32).collect())

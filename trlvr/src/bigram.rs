@@ -20,35 +20,24 @@ impl BigramLm {
     /// From an explicit table of logits.
     pub fn new<const V: usize>(table: &[[f32; V]], device: &Device) -> Self {
         let flat: Vec<f32> = table.iter().flatten().copied().collect();
-        Self::from_tensor(Tensor::from_data(
-            TensorData::new(flat, [table.len(), V]),
-            device,
-        ))
+        Self::from_tensor(Tensor::from_data(TensorData::new(flat, [table.len(), V]), device))
     }
 
     /// From a `[vocab, vocab]` tensor.
     pub fn from_tensor(table: Tensor<2>) -> Self {
-        Self {
-            table: Param::from_tensor(table),
-        }
+        Self { table: Param::from_tensor(table) }
     }
 
     /// Random logits, normal with standard deviation `std`.
     pub fn random(vocab: usize, std: f64, device: &Device) -> Self {
-        let t = Tensor::random(
-            [vocab, vocab],
-            burn::tensor::Distribution::Normal(0.0, std),
-            device,
-        );
+        let t = Tensor::random([vocab, vocab], burn::tensor::Distribution::Normal(0.0, std), device);
         Self::from_tensor(t)
     }
 
     fn rows(&self, last: &[TokenId]) -> Result<Tensor<2>> {
         let vocab = self.vocab_size();
         if let Some(&bad) = last.iter().find(|&&t| t as usize >= vocab) {
-            return Err(Error::Vocabulary(format!(
-                "token {bad} outside vocabulary of {vocab}"
-            )));
+            return Err(Error::Vocabulary(format!("token {bad} outside vocabulary of {vocab}")));
         }
         let device = self.table.val().device();
         let ids = Tensor::<1, Int>::from_data(
@@ -60,15 +49,8 @@ impl BigramLm {
 
     fn logits(&self, batch: &TokenBatch) -> Result<Tensor<3>> {
         let vocab = self.vocab_size();
-        if let Some(bad) = batch
-            .rows()
-            .iter()
-            .flatten()
-            .find(|&&t| t as usize >= vocab)
-        {
-            return Err(Error::Vocabulary(format!(
-                "token {bad} outside vocabulary of {vocab}"
-            )));
+        if let Some(bad) = batch.rows().iter().flatten().find(|&&t| t as usize >= vocab) {
+            return Err(Error::Vocabulary(format!("token {bad} outside vocabulary of {vocab}")));
         }
         let device = self.table.val().device();
         let ids = batch.ids(&device);
@@ -93,18 +75,11 @@ impl Partner for BigramLm {
 
     fn start(&self, prompts: &[&[TokenId]], copies: usize) -> Result<(Session, Tensor<2>)> {
         if prompts.iter().any(|p| p.is_empty()) || copies == 0 {
-            return Err(Error::Shape(
-                "prompts must be non-empty and copies at least 1".into(),
-            ));
+            return Err(Error::Shape("prompts must be non-empty and copies at least 1".into()));
         }
-        let last: Vec<TokenId> = prompts
-            .iter()
-            .flat_map(|p| std::iter::repeat_n(p[p.len() - 1], copies))
-            .collect();
-        let read = prompts
-            .iter()
-            .flat_map(|p| std::iter::repeat_n(p.len(), copies))
-            .collect();
+        let last: Vec<TokenId> =
+            prompts.iter().flat_map(|p| std::iter::repeat_n(p[p.len() - 1], copies)).collect();
+        let read = prompts.iter().flat_map(|p| std::iter::repeat_n(p.len(), copies)).collect();
         let logits = self.rows(&last)?;
         Ok((Session::new(read, Box::new(LastToken(last))), logits))
     }
@@ -114,10 +89,7 @@ impl Partner for BigramLm {
         let mut picked = Vec::with_capacity(feeds.len());
         for feed in feeds {
             let (Some(&last), true) = (feed.tokens.last(), feed.row < rows) else {
-                return Err(Error::Shape(format!(
-                    "feed for row {} is empty or out of range",
-                    feed.row
-                )));
+                return Err(Error::Shape(format!("feed for row {} is empty or out of range", feed.row)));
             };
             picked.push(last);
         }

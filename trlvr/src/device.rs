@@ -17,11 +17,7 @@ use crate::{Error, Result};
 /// [`Error::Device`] for unknown names or missing features.
 pub fn parse_device(spec: &str) -> Result<Device> {
     let (name, index) = match spec.split_once(':') {
-        Some((n, i)) => (
-            n,
-            i.parse()
-                .map_err(|_| Error::Device(format!("bad device index in {spec:?}")))?,
-        ),
+        Some((n, i)) => (n, i.parse().map_err(|_| Error::Device(format!("bad device index in {spec:?}")))?),
         None => (spec, 0),
     };
     let device = match name {
@@ -36,9 +32,7 @@ pub fn parse_device(spec: &str) -> Result<Device> {
         }
     };
     device.ok_or_else(|| {
-        Error::Device(format!(
-            "{spec:?} needs a backend feature (flex, cuda or tch) that this build lacks"
-        ))
+        Error::Device(format!("{spec:?} needs a backend feature (flex, cuda or tch) that this build lacks"))
     })
 }
 

@@ -85,17 +85,15 @@ pub use error::{Error, Result};
 pub mod prelude {
     pub use crate::advantage::{AdvantageNorm, advantages};
     pub use crate::bigram::BigramLm;
-    pub use crate::mask::{
-        AttentionMask, LossMask, Normalizer, Ownership, ResponseMask, RolloutMasks,
-    };
+    pub use crate::mask::{AttentionMask, LossMask, Normalizer, Ownership, ResponseMask, RolloutMasks};
     pub use crate::model::{Feed, Partner, Policy, Session};
     pub use crate::objective::{
         Aggregation, Grpo, GrpoConfig, KlEstimator, Objective, ObjectiveBatch, ObjectiveOutput,
     };
     pub use crate::rollout::{Rollout, RolloutConfig, RolloutEngine, Sampling};
     pub use crate::schedule::{
-        Finish, Handoff, HandoffSchedule, HandoffState, Next, Solo, StepAlternation,
-        TokenBernoulli, WordBoundary,
+        Finish, Handoff, HandoffSchedule, HandoffState, Next, Solo, StepAlternation, TokenBernoulli,
+        WordBoundary,
     };
     pub use crate::token::{Owner, TokenBatch, TokenId};
     pub use crate::verifier::{ExactMatch, Reward, Verifier};

@@ -22,10 +22,7 @@ pub struct AttentionMask(Tensor<2, Bool>);
 impl AttentionMask {
     /// Rows of the given lengths, right-padded to `width`.
     pub fn from_lengths(lengths: &[usize], width: usize, device: &Device) -> Self {
-        let flat = lengths
-            .iter()
-            .flat_map(|&n| (0..width).map(move |t| t < n))
-            .collect();
+        let flat = lengths.iter().flat_map(|&n| (0..width).map(move |t| t < n)).collect();
         Self(bool_tensor(flat, lengths.len(), width, device))
     }
 
@@ -43,10 +40,7 @@ impl ResponseMask {
     /// Responses start at each row's prompt length and run to the end of the width;
     /// padding is excluded by the [`AttentionMask`], not here.
     pub fn from_prompt_lengths(prompt_lengths: &[usize], width: usize, device: &Device) -> Self {
-        let flat = prompt_lengths
-            .iter()
-            .flat_map(|&p| (0..width).map(move |t| t >= p))
-            .collect();
+        let flat = prompt_lengths.iter().flat_map(|&p| (0..width).map(move |t| t >= p)).collect();
         Self(bool_tensor(flat, prompt_lengths.len(), width, device))
     }
 
@@ -111,17 +105,9 @@ impl LossMask {
     ///
     /// # Errors
     /// [`Error::Shape`] if `flags.len() != rows * width`.
-    pub fn from_bools(
-        flags: Vec<bool>,
-        rows: usize,
-        width: usize,
-        device: &Device,
-    ) -> Result<Self> {
+    pub fn from_bools(flags: Vec<bool>, rows: usize, width: usize, device: &Device) -> Result<Self> {
         if flags.len() != rows * width {
-            return Err(Error::Shape(format!(
-                "{} flags for [{rows}, {width}]",
-                flags.len()
-            )));
+            return Err(Error::Shape(format!("{} flags for [{rows}, {width}]", flags.len())));
         }
         Ok(Self(bool_tensor(flags, rows, width, device)))
     }
@@ -144,23 +130,11 @@ impl LossMask {
     /// [`Error::Read`] if the mask cannot be read back from the device.
     pub fn normalizer(&self) -> Result<Normalizer> {
         let [rows, width] = self.0.dims();
-        let flags: Vec<bool> = self
-            .0
-            .clone()
-            .try_into_vec_as::<bool>()
-            .map_err(|e| Error::Read(format!("{e:?}")))?;
-        let per_row: Vec<usize> = (0..rows)
-            .map(|i| {
-                flags[i * width..(i + 1) * width]
-                    .iter()
-                    .filter(|&&b| b)
-                    .count()
-            })
-            .collect();
-        Ok(Normalizer {
-            tokens: per_row.iter().sum(),
-            sequences: per_row.iter().filter(|&&n| n > 0).count(),
-        })
+        let flags: Vec<bool> =
+            self.0.clone().try_into_vec_as::<bool>().map_err(|e| Error::Read(format!("{e:?}")))?;
+        let per_row: Vec<usize> =
+            (0..rows).map(|i| flags[i * width..(i + 1) * width].iter().filter(|&&b| b).count()).collect();
+        Ok(Normalizer { tokens: per_row.iter().sum(), sequences: per_row.iter().filter(|&&n| n > 0).count() })
     }
 }
 
@@ -197,11 +171,7 @@ impl RolloutMasks {
         width: usize,
         device: &Device,
     ) -> Result<Self> {
-        let lengths: Vec<usize> = prompt_lengths
-            .iter()
-            .zip(owners)
-            .map(|(p, o)| p + o.len())
-            .collect();
+        let lengths: Vec<usize> = prompt_lengths.iter().zip(owners).map(|(p, o)| p + o.len()).collect();
         Ok(Self {
             owner: Ownership::from_owners(prompt_lengths, owners, width, device)?,
             attention: AttentionMask::from_lengths(&lengths, width, device),

@@ -46,9 +46,7 @@ impl Session {
     /// # Errors
     /// [`Error::ForeignSession`] otherwise.
     pub fn state_mut<T: Any>(&mut self) -> Result<&mut T> {
-        self.state.downcast_mut::<T>().ok_or(Error::ForeignSession {
-            expected: std::any::type_name::<T>(),
-        })
+        self.state.downcast_mut::<T>().ok_or(Error::ForeignSession { expected: std::any::type_name::<T>() })
     }
 }
 
@@ -147,10 +145,7 @@ pub fn token_log_probs(logits: Tensor<3>, batch: &TokenBatch, temperature: f32) 
     let [b, t, v] = logits.dims();
     let device = logits.device();
     let ids = batch.ids(&device);
-    let log_p = burn::tensor::activation::log_softmax(
-        logits.slice([0..b, 0..t - 1, 0..v]) / temperature,
-        2,
-    );
+    let log_p = burn::tensor::activation::log_softmax(logits.slice([0..b, 0..t - 1, 0..v]) / temperature, 2);
     let next = ids.slice([0..b, 1..t]).unsqueeze_dim::<3>(2); // [b, t-1, 1]
     let picked = log_p.gather(2, next).squeeze_dim::<2>(2); // [b, t-1]
     let scored = Tensor::cat(vec![Tensor::zeros([b, 1], &device), picked], 1);

@@ -47,9 +47,7 @@ impl TokenBatch {
     /// [`Error::Shape`] if there are no rows or a row is empty.
     pub fn new(rows: Vec<Vec<TokenId>>, pad_id: TokenId) -> Result<Self> {
         if rows.is_empty() || rows.iter().any(Vec::is_empty) {
-            return Err(Error::Shape(
-                "a token batch needs at least one non-empty row".into(),
-            ));
+            return Err(Error::Shape("a token batch needs at least one non-empty row".into()));
         }
         Ok(Self { rows, pad_id })
     }

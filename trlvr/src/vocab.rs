@@ -3,8 +3,7 @@
 use std::path::Path;
 
 use tokenizers::{
-    NormalizedString, Normalizer, OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer,
-    Tokenizer,
+    NormalizedString, Normalizer, OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer, Tokenizer,
 };
 
 use crate::token::TokenId;
@@ -48,28 +47,14 @@ impl TokenClasses {
         }
         let trailing_newlines = texts
             .iter()
-            .map(|t| {
-                t.as_ref()
-                    .bytes()
-                    .rev()
-                    .take_while(|&b| b == b'\n')
-                    .count()
-                    .min(255) as u8
-            })
+            .map(|t| t.as_ref().bytes().rev().take_while(|&b| b == b'\n').count().min(255) as u8)
             .collect();
-        let only_newlines = texts
-            .iter()
-            .map(|t| !t.as_ref().is_empty() && t.as_ref().bytes().all(|b| b == b'\n'))
-            .collect();
+        let only_newlines =
+            texts.iter().map(|t| !t.as_ref().is_empty() && t.as_ref().bytes().all(|b| b == b'\n')).collect();
         let mut eos = eos.to_vec();
         eos.sort_unstable();
         eos.dedup();
-        Ok(Self {
-            word_start,
-            trailing_newlines,
-            only_newlines,
-            eos,
-        })
+        Ok(Self { word_start, trailing_newlines, only_newlines, eos })
     }
 
     /// From decoded token texts alone: a token starts a word when its text starts with a
@@ -110,10 +95,8 @@ impl TokenClasses {
     /// [`Error::Tokenizer`] naming the file if it cannot be read.
     pub fn from_file(path: impl AsRef<Path>, eos: &[TokenId]) -> Result<Self> {
         let path = path.as_ref();
-        let tokenizer = Tokenizer::from_file(path).map_err(|e| Error::Tokenizer {
-            path: path.into(),
-            message: e.to_string(),
-        })?;
+        let tokenizer = Tokenizer::from_file(path)
+            .map_err(|e| Error::Tokenizer { path: path.into(), message: e.to_string() })?;
         Self::from_tokenizer(&tokenizer, eos)
     }
 
@@ -129,9 +112,7 @@ impl TokenClasses {
 
     /// The ids of B, ascending.
     pub fn word_starts(&self) -> Vec<TokenId> {
-        (0..self.word_start.len() as TokenId)
-            .filter(|&i| self.is_word_start(i))
-            .collect()
+        (0..self.word_start.len() as TokenId).filter(|&i| self.is_word_start(i)).collect()
     }
 
     /// Is `id` one of the EOS ids?
@@ -156,14 +137,10 @@ impl TokenClasses {
 
 /// The string a tokenizer puts in place of a word's leading space.
 fn space_marker(tokenizer: &Tokenizer) -> Result<String> {
-    let fail = |message: String| Error::Tokenizer {
-        path: "<in memory>".into(),
-        message,
-    };
+    let fail = |message: String| Error::Tokenizer { path: "<in memory>".into(), message };
     let mut normalized = NormalizedString::from(" x");
     if let Some(n) = tokenizer.get_normalizer() {
-        n.normalize(&mut normalized)
-            .map_err(|e| fail(e.to_string()))?;
+        n.normalize(&mut normalized).map_err(|e| fail(e.to_string()))?;
     }
     let mut pre = PreTokenizedString::from(normalized);
     if let Some(p) = tokenizer.get_pre_tokenizer() {
@@ -173,8 +150,6 @@ fn space_marker(tokenizer: &Tokenizer) -> Result<String> {
     let last = splits.last().map(|(s, _, _)| *s).unwrap_or_default();
     match last.strip_suffix('x').and_then(|s| s.chars().last()) {
         Some(c) => Ok(c.to_string()),
-        None => Err(fail(format!(
-            "cannot find the word-start marker: \" x\" pre-tokenizes to {last:?}"
-        ))),
+        None => Err(fail(format!("cannot find the word-start marker: \" x\" pre-tokenizes to {last:?}"))),
     }
 }

@@ -21,8 +21,16 @@ fn score_matches_a_hand_computed_log_softmax() {
     for (i, row) in batch.rows().iter().enumerate() {
         assert_eq!(scores[i * 4], 0.0);
         for p in 1..4 {
-            let expected = if p < row.len() { log_softmax(&table[row[p - 1] as usize], t)[row[p] as usize] } else { 0.0 };
-            assert!((scores[i * 4 + p] - expected).abs() < 1e-5, "row {i} pos {p}: {} vs {expected}", scores[i * 4 + p]);
+            let expected = if p < row.len() {
+                log_softmax(&table[row[p - 1] as usize], t)[row[p] as usize]
+            } else {
+                0.0
+            };
+            assert!(
+                (scores[i * 4 + p] - expected).abs() < 1e-5,
+                "row {i} pos {p}: {} vs {expected}",
+                scores[i * 4 + p]
+            );
         }
     }
 }
@@ -45,7 +53,8 @@ fn incremental_logits_agree_with_teacher_forcing() {
     assert_eq!(session.read(0), session.read(1));
 
     let full: Vec<u32> = prompt.iter().chain(&response).copied().collect();
-    let scores = model.score(&TokenBatch::new(vec![full], 0).unwrap(), 1.0).unwrap().try_into_vec_as::<f32>().unwrap();
+    let scores =
+        model.score(&TokenBatch::new(vec![full], 0).unwrap(), 1.0).unwrap().try_into_vec_as::<f32>().unwrap();
     for (k, &tok) in response.iter().enumerate() {
         let expected = log_softmax(&logits[k], 1.0)[tok as usize];
         assert!((scores[prompt.len() + k] - expected).abs() < 1e-5);
@@ -75,5 +84,8 @@ fn bad_input_is_an_error() {
     assert!(TokenBatch::new(vec![], 0).is_err());
     // A session from another model type is refused.
     let mut foreign = Session::new(vec![1], Box::new(0u8));
-    assert!(matches!(model.extend(&mut foreign, &[Feed { row: 0, tokens: &[1] }]), Err(Error::ForeignSession { .. })));
+    assert!(matches!(
+        model.extend(&mut foreign, &[Feed { row: 0, tokens: &[1] }]),
+        Err(Error::ForeignSession { .. })
+    ));
 }

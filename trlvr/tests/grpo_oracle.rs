@@ -78,7 +78,8 @@ fn loss_and_gradients_match_the_pytorch_reference() {
         .map(|row| row.iter().map(|&s| if s == 1 { Owner::Senior } else { Owner::Junior }).collect())
         .collect();
     let masks = RolloutMasks::new(&fx.prompt_lengths, &owners, fx.width, &device).unwrap();
-    let tensor = |v: &[f32]| Tensor::<2>::from_data(TensorData::new(v.to_vec(), [fx.rows, fx.width]), &device);
+    let tensor =
+        |v: &[f32]| Tensor::<2>::from_data(TensorData::new(v.to_vec(), [fx.rows, fx.width]), &device);
     assert!(fx.cases.len() >= 16);
     for case in &fx.cases {
         let log_probs = tensor(&fx.log_probs).require_grad();

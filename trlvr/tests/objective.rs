@@ -22,7 +22,9 @@ fn configs() -> Vec<GrpoConfig> {
         out.push(GrpoConfig::default().with_aggregation(agg).with_dual_clip(None).with_clip(0.1, 0.3));
     }
     out.push(GrpoConfig::default().with_kl(KlEstimator::K2, 0.1));
-    out.push(GrpoConfig::default().with_kl(KlEstimator::K3, 0.1).with_aggregation(Aggregation::SeqMeanTokenMean));
+    out.push(
+        GrpoConfig::default().with_kl(KlEstimator::K3, 0.1).with_aggregation(Aggregation::SeqMeanTokenMean),
+    );
     out
 }
 
@@ -139,7 +141,10 @@ fn equal_reward_group_contributes_nothing() {
 fn bad_configs_and_inputs_are_refused() {
     assert!(Grpo::new(GrpoConfig::default().with_clip(1.0, 0.2)).is_err());
     assert!(Grpo::new(GrpoConfig::default().with_dual_clip(Some(0.5))).is_err());
-    assert!(Grpo::new(GrpoConfig::default().with_aggregation(Aggregation::SeqMeanTokenSumNorm { horizon: 0 })).is_err());
+    assert!(
+        Grpo::new(GrpoConfig::default().with_aggregation(Aggregation::SeqMeanTokenSumNorm { horizon: 0 }))
+            .is_err()
+    );
     assert!(advantages(&[1.0, f32::NAN], 2, AdvantageNorm::GroupStd).is_err());
     assert!(advantages(&[1.0, 0.0, 1.0], 2, AdvantageNorm::GroupStd).is_err());
     // A KL objective without a reference says so.
@@ -154,7 +159,8 @@ fn bad_configs_and_inputs_are_refused() {
     };
     let (mut batch, _) = case.batch(&device());
     batch.ref_log_probs = None;
-    let err = Grpo::new(GrpoConfig::default().with_kl(KlEstimator::K3, 0.1)).unwrap().loss(&batch).unwrap_err();
+    let err =
+        Grpo::new(GrpoConfig::default().with_kl(KlEstimator::K3, 0.1)).unwrap().loss(&batch).unwrap_err();
     assert!(err.to_string().contains("ref_log_probs"), "{err}");
     batch.advantages = Tensor::from_floats([1.0, 2.0], &device().autodiff());
     assert!(matches!(Grpo::new(GrpoConfig::default()).unwrap().loss(&batch), Err(Error::Shape(_))));

@@ -23,7 +23,8 @@ fn model(seed: u64, eos_bias: f32) -> BigramLm {
     device.seed(seed);
     let table = BigramLm::random(VOCAB, 1.5, &device).table.val();
     let bias: Vec<f32> = (0..VOCAB).map(|i| if i as TokenId >= EOS_A { eos_bias } else { 0.0 }).collect();
-    let bias = Tensor::<1>::from_floats(bias.as_slice(), &device).unsqueeze_dim::<2>(0).expand([VOCAB, VOCAB]);
+    let bias =
+        Tensor::<1>::from_floats(bias.as_slice(), &device).unsqueeze_dim::<2>(0).expand([VOCAB, VOCAB]);
     BigramLm::from_tensor(table + bias)
 }
 
@@ -115,7 +116,10 @@ fn eager_catch_up_gives_the_same_rollouts_and_reads_everything() {
     let (fs, fj) = (s.fed.load(Ordering::Relaxed), j.fed.load(Ordering::Relaxed));
     assert!(fs >= tokens - 2 * b.len() && fj >= tokens - 2 * b.len(), "{fs} {fj} {tokens}");
     let lazy_reads = Counting::new(&junior);
-    RolloutEngine::new(&senior, &lazy_reads, &classes, config(4, 3, 30)).unwrap().generate(&prompts(), &WordBoundary::default()).unwrap();
+    RolloutEngine::new(&senior, &lazy_reads, &classes, config(4, 3, 30))
+        .unwrap()
+        .generate(&prompts(), &WordBoundary::default())
+        .unwrap();
     assert!(lazy_reads.fed.load(Ordering::Relaxed) <= fj);
 }
 
@@ -145,7 +149,12 @@ fn eos_from_either_model_and_the_length_cap_end_rows() {
     assert_eq!(eos_ids.len(), 2, "both EOS ids should end rows: {eos_ids:?}");
     // The senior alone runs to the cap.
     let solo = RolloutEngine::solo(&senior, &classes, config(1, 2, 25)).unwrap();
-    assert!(solo.generate(&prompts(), &Solo::senior()).unwrap().iter().all(|r| r.finish == Finish::Length && r.tokens.len() == 25));
+    assert!(
+        solo.generate(&prompts(), &Solo::senior())
+            .unwrap()
+            .iter()
+            .all(|r| r.finish == Finish::Length && r.tokens.len() == 25)
+    );
 }
 
 #[test]
@@ -175,7 +184,10 @@ fn mismatched_vocabularies_are_refused() {
     let rollouts = engine.generate(&prompts(), &TokenBernoulli::new(0.5).unwrap()).unwrap();
     assert!(rollouts.iter().flat_map(|r| &r.tokens).all(|&t| (t as usize) < VOCAB));
     let tiny = BigramLm::random(8, 1.0, &device);
-    assert!(RolloutEngine::new(&tiny, &tiny, &classes, config(0, 1, 5)).is_err(), "EOS outside the vocabulary");
+    assert!(
+        RolloutEngine::new(&tiny, &tiny, &classes, config(0, 1, 5)).is_err(),
+        "EOS outside the vocabulary"
+    );
 }
 
 proptest! {

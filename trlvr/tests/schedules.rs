@@ -7,9 +7,7 @@ use trlvr::testing::{check_schedule, token_stream, toy_classes};
 
 /// Indices where the owner changes (a handoff before token i).
 fn handoffs(owners: &[Owner]) -> Vec<usize> {
-    (1..owners.len())
-        .filter(|&i| owners[i] != owners[i - 1])
-        .collect()
+    (1..owners.len()).filter(|&i| owners[i] != owners[i - 1]).collect()
 }
 
 proptest! {
@@ -102,19 +100,12 @@ fn realised_share_tracks_p() {
     let tokens: Vec<TokenId> = (0..4000).map(|i| [0, 1, 2, 6, 7, 9][i % 6]).collect();
     for p in [0.1, 0.3, 0.5, 0.8] {
         for (name, schedule) in [
-            (
-                "word",
-                Box::new(WordBoundary::new(p, 4).unwrap()) as Box<dyn HandoffSchedule>,
-            ),
+            ("word", Box::new(WordBoundary::new(p, 4).unwrap()) as Box<dyn HandoffSchedule>),
             ("token", Box::new(TokenBernoulli::new(p).unwrap())),
         ] {
             let (owners, _) = replay(schedule.as_ref(), &classes, &tokens, 42, 0);
-            let share =
-                owners.iter().filter(|&&o| o == Owner::Senior).count() as f64 / owners.len() as f64;
-            assert!(
-                (share - p).abs() < 0.04,
-                "{name} p={p}: senior share {share}"
-            );
+            let share = owners.iter().filter(|&&o| o == Owner::Senior).count() as f64 / owners.len() as f64;
+            assert!((share - p).abs() < 0.04, "{name} p={p}: senior share {share}");
         }
     }
 }
@@ -128,10 +119,7 @@ fn rows_draw_from_their_own_streams() {
     let schedule = WordBoundary::default();
     let a = replay(&schedule, &classes, &tokens, 9, 0).0;
     let b = replay(&schedule, &classes, &tokens, 9, 1).0;
-    assert_ne!(
-        a, b,
-        "rows with different keys must not share a random stream"
-    );
+    assert_ne!(a, b, "rows with different keys must not share a random stream");
     assert_eq!(a, replay(&schedule, &classes, &tokens, 9, 0).0);
 }
 

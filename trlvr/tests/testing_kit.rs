@@ -20,7 +20,8 @@ impl Objective for LeakyObjective {
         let ratio = (batch.log_probs.clone() - batch.old_log_probs.clone()).exp(); // no mask before exp
         let adv = batch.advantages.clone().unsqueeze_dim::<2>(1).expand([b, t]);
         let per_token = -(adv * ratio);
-        let loss = per_token.clone().sum() * 0.0 + aggregate(per_token, &batch.loss_mask, batch.normalizer, Aggregation::TokenMean);
+        let loss = per_token.clone().sum() * 0.0
+            + aggregate(per_token, &batch.loss_mask, batch.normalizer, Aggregation::TokenMean);
         Ok(ObjectiveOutput { loss, metrics: Metrics::new() })
     }
 }
@@ -60,7 +61,8 @@ fn the_kit_catches_a_junior_token_leaking_into_the_loss() {
 
 #[test]
 fn the_kit_catches_a_local_denominator() {
-    let found = finds_violation(&LocalMeanObjective).expect("a micro-batch-dependent denominator must be caught");
+    let found =
+        finds_violation(&LocalMeanObjective).expect("a micro-batch-dependent denominator must be caught");
     assert!(found.contains("micro-batch"), "{found}");
 }
 
@@ -89,7 +91,7 @@ impl HandoffSchedule for SharedCounter {
 
 impl HandoffState for CounterState {
     fn author(&self) -> Owner {
-        if self.0 % 2 == 0 { Owner::Senior } else { Owner::Junior }
+        if self.0.is_multiple_of(2) { Owner::Senior } else { Owner::Junior }
     }
     fn after(&mut self, _: TokenId, _: &TokenClasses, _: &mut dyn rand::RngCore) -> Next {
         Next::Write(self.author())

@@ -33,7 +33,8 @@ fn kl_term_is_token_mean_k3() {
         advantages: vec![0.0, 0.0],
     };
     let beta = 0.25;
-    let objective = JuniorKl::new(GrpoConfig::default().with_aggregation(Aggregation::SeqMeanTokenSum), beta).unwrap();
+    let objective =
+        JuniorKl::new(GrpoConfig::default().with_aggregation(Aggregation::SeqMeanTokenSum), beta).unwrap();
     let (loss, _) = loss_and_grad(&objective, &case, &Device::default()).unwrap();
     let senior = [1usize, 3, 4]; // row 0 position 1; row 1 positions 0 and 1
     let k3: f64 = senior

@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Aggregation, KlEstimator, Metrics, Objective, ObjectiveBatch, ObjectiveOutput, aggregate,
-    check_shapes, host, host_bool, kl_per_token, masked,
+    Aggregation, KlEstimator, Metrics, Objective, ObjectiveBatch, ObjectiveOutput, aggregate, check_shapes,
+    host, host_bool, kl_per_token, masked,
 };
 use crate::{Error, Result};
 
@@ -90,10 +90,7 @@ impl Grpo {
     /// non-positive log-ratio clamp, a zero horizon or a negative KL coefficient.
     pub fn new(config: GrpoConfig) -> Result<Self> {
         let bad = |m: String| Err(Error::Config(m));
-        if !(0.0..1.0).contains(&config.clip_low)
-            || config.clip_high.is_nan()
-            || config.clip_high < 0.0
-        {
+        if !(0.0..1.0).contains(&config.clip_low) || config.clip_high.is_nan() || config.clip_high < 0.0 {
             return bad(format!(
                 "clip range must satisfy 0 <= ε_low < 1, ε_high >= 0; got {} / {}",
                 config.clip_low, config.clip_high
@@ -103,10 +100,7 @@ impl Grpo {
             return bad(format!("dual clip c must be > 1, got {c}"));
         }
         if config.log_ratio_clamp.is_nan() || config.log_ratio_clamp <= 0.0 {
-            return bad(format!(
-                "log_ratio_clamp must be > 0, got {}",
-                config.log_ratio_clamp
-            ));
+            return bad(format!("log_ratio_clamp must be > 0, got {}", config.log_ratio_clamp));
         }
         if config.aggregation == (Aggregation::SeqMeanTokenSumNorm { horizon: 0 }) {
             return bad("seq-mean-token-sum-norm needs a horizon >= 1".into());
@@ -139,19 +133,11 @@ impl Objective for Grpo {
         let [b, t] = batch.log_probs.dims();
 
         // 1. log-ratio, masked before exp and clamped
-        let log_ratio = (masked(batch.log_probs.clone(), mask)
-            - masked(batch.old_log_probs.clone(), mask))
-        .clamp(-c.log_ratio_clamp, c.log_ratio_clamp);
+        let log_ratio = (masked(batch.log_probs.clone(), mask) - masked(batch.old_log_probs.clone(), mask))
+            .clamp(-c.log_ratio_clamp, c.log_ratio_clamp);
         let ratio = log_ratio.exp();
         // 2. advantages broadcast over tokens, masked
-        let adv = masked(
-            batch
-                .advantages
-                .clone()
-                .unsqueeze_dim::<2>(1)
-                .expand([b, t]),
-            mask,
-        );
+        let adv = masked(batch.advantages.clone().unsqueeze_dim::<2>(1).expand([b, t]), mask);
         // 3. clipped surrogate
         let unclipped = -adv.clone() * ratio.clone();
         let clipped = -adv.clone() * ratio.clone().clamp(1.0 - c.clip_low, 1.0 + c.clip_high);
@@ -162,23 +148,17 @@ impl Objective for Grpo {
         if let Some(dual) = c.dual_clip {
             let cap = adv.clone() * -dual;
             let negative = adv.lower_elem(0.0);
-            dual_hit = Some(
-                per_token
-                    .clone()
-                    .greater(cap.clone())
-                    .bool_and(negative.clone()),
-            );
-            per_token = per_token
-                .clone()
-                .mask_where(negative, per_token.min_pair(cap));
+            dual_hit = Some(per_token.clone().greater(cap.clone()).bool_and(negative.clone()));
+            per_token = per_token.clone().mask_where(negative, per_token.min_pair(cap));
         }
         // 5. aggregate, plus KL
         let mut loss = aggregate(per_token, mask, batch.normalizer, c.aggregation);
         let mut kl_mean = None;
         if let Some(kl) = c.kl {
-            let reference = batch.ref_log_probs.clone().ok_or_else(|| {
-                Error::Config("GRPO with a KL penalty needs ref_log_probs".into())
-            })?;
+            let reference = batch
+                .ref_log_probs
+                .clone()
+                .ok_or_else(|| Error::Config("GRPO with a KL penalty needs ref_log_probs".into()))?;
             let kl_tok = kl_per_token(batch.log_probs.clone(), reference, mask, kl.estimator);
             kl_mean = Some(kl_tok.clone().detach());
             loss = loss + aggregate(kl_tok, mask, batch.normalizer, c.aggregation) * kl.coef;
@@ -189,15 +169,10 @@ impl Objective for Grpo {
         let ratios = host(ratio.detach())?;
         let clip = host_bool(clip_hit)?;
         let n = flags.iter().filter(|&&f| f).count();
-        let over = |v: &[bool]| {
-            flags.iter().zip(v).filter(|(f, x)| **f && **x).count() as f64 / n.max(1) as f64
-        };
-        let senior_ratios: Vec<f64> = flags
-            .iter()
-            .zip(&ratios)
-            .filter(|(f, _)| **f)
-            .map(|(_, &r)| f64::from(r))
-            .collect();
+        let over =
+            |v: &[bool]| flags.iter().zip(v).filter(|(f, x)| **f && **x).count() as f64 / n.max(1) as f64;
+        let senior_ratios: Vec<f64> =
+            flags.iter().zip(&ratios).filter(|(f, _)| **f).map(|(_, &r)| f64::from(r)).collect();
         let mut metrics = Metrics::new();
         metrics.insert("senior_tokens".into(), n as f64);
         metrics.insert("clip_frac".into(), over(&clip));
@@ -205,28 +180,14 @@ impl Objective for Grpo {
             metrics.insert("dual_clip_frac".into(), over(&host_bool(hit)?));
         }
         if n > 0 {
-            metrics.insert(
-                "ratio_mean".into(),
-                senior_ratios.iter().sum::<f64>() / n as f64,
-            );
-            metrics.insert(
-                "ratio_min".into(),
-                senior_ratios.iter().copied().fold(f64::INFINITY, f64::min),
-            );
-            metrics.insert(
-                "ratio_max".into(),
-                senior_ratios
-                    .iter()
-                    .copied()
-                    .fold(f64::NEG_INFINITY, f64::max),
-            );
+            metrics.insert("ratio_mean".into(), senior_ratios.iter().sum::<f64>() / n as f64);
+            metrics.insert("ratio_min".into(), senior_ratios.iter().copied().fold(f64::INFINITY, f64::min));
+            metrics
+                .insert("ratio_max".into(), senior_ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max));
         }
         if let Some(kl) = kl_mean {
             let kl = host(kl)?;
-            metrics.insert(
-                "kl".into(),
-                kl.iter().map(|&k| f64::from(k)).sum::<f64>() / n.max(1) as f64,
-            );
+            metrics.insert("kl".into(), kl.iter().map(|&k| f64::from(k)).sum::<f64>() / n.max(1) as f64);
         }
         metrics.insert("loss".into(), f64::from(host(loss.clone().detach())?[0]));
         Ok(ObjectiveOutput { loss, metrics })

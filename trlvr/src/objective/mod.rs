@@ -180,9 +180,7 @@ pub fn aggregate(
             (x.sum_dim(1) / per_row).sum() / sequences
         }
         Aggregation::SeqMeanTokenSum => x.sum() / sequences,
-        Aggregation::SeqMeanTokenSumNorm { horizon } => {
-            x.sum() / (sequences * horizon.max(1) as f64)
-        }
+        Aggregation::SeqMeanTokenSumNorm { horizon } => x.sum() / (sequences * horizon.max(1) as f64),
     }
 }
 
@@ -207,10 +205,8 @@ pub fn kl_per_token(
 /// [`Error::Shape`] naming the first disagreement.
 pub fn check_shapes(batch: &ObjectiveBatch) -> Result<()> {
     let dims = batch.log_probs.dims();
-    let mut named = vec![
-        ("old_log_probs", batch.old_log_probs.dims()),
-        ("loss_mask", batch.loss_mask.tensor().dims()),
-    ];
+    let mut named =
+        vec![("old_log_probs", batch.old_log_probs.dims()), ("loss_mask", batch.loss_mask.tensor().dims())];
     if let Some(r) = &batch.ref_log_probs {
         named.push(("ref_log_probs", r.dims()));
     }
@@ -234,8 +230,7 @@ pub fn check_shapes(batch: &ObjectiveBatch) -> Result<()> {
 /// # Errors
 /// [`Error::Read`] if the device read fails.
 pub fn host<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>> {
-    t.try_into_vec_as::<f32>()
-        .map_err(|e| Error::Read(format!("{e:?}")))
+    t.try_into_vec_as::<f32>().map_err(|e| Error::Read(format!("{e:?}")))
 }
 
 /// Reads a bool tensor back to the host.
@@ -243,6 +238,5 @@ pub fn host<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>> {
 /// # Errors
 /// [`Error::Read`] if the device read fails.
 pub fn host_bool<const D: usize>(t: Tensor<D, Bool>) -> Result<Vec<bool>> {
-    t.try_into_vec_as::<bool>()
-        .map_err(|e| Error::Read(format!("{e:?}")))
+    t.try_into_vec_as::<bool>().map_err(|e| Error::Read(format!("{e:?}")))
 }

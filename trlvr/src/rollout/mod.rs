@@ -151,7 +151,9 @@ impl<'m> RolloutEngine<'m> {
         }
         let vocab = vs.min(vj);
         if let Some(&eos) = classes.eos().iter().find(|&&e| e as usize >= vocab) {
-            return Err(Error::Vocabulary(format!("EOS id {eos} is outside the shared vocabulary of {vocab}")));
+            return Err(Error::Vocabulary(format!(
+                "EOS id {eos} is outside the shared vocabulary of {vocab}"
+            )));
         }
         Ok(Self { senior, junior, classes, config, vocab })
     }
@@ -228,7 +230,9 @@ impl<'m> RolloutEngine<'m> {
                     row.log_probs.push(log_prob);
                     row.finish = match row.handoff.after(token, self.classes) {
                         Next::Stop(finish) => Some(finish),
-                        Next::Write(_) if row.tokens.len() >= self.config.max_new_tokens => Some(Finish::Length),
+                        Next::Write(_) if row.tokens.len() >= self.config.max_new_tokens => {
+                            Some(Finish::Length)
+                        }
                         Next::Write(_) => None,
                     };
                 }
@@ -238,7 +242,8 @@ impl<'m> RolloutEngine<'m> {
             }
         }
 
-        let other = if self.config.other_log_probs { Some(self.other_log_probs(prompts, &rows)?) } else { None };
+        let other =
+            if self.config.other_log_probs { Some(self.other_log_probs(prompts, &rows)?) } else { None };
         Ok(rows
             .into_iter()
             .enumerate()
@@ -342,8 +347,10 @@ impl<'m> Side<'m> {
         let slot = self.slot();
         let unread = |i: &usize| rows[*i].read[slot] < rows[*i].tokens.len();
         let fed_rows: Vec<usize> = mine.iter().chain(idle).copied().filter(unread).collect();
-        let feeds: Vec<Feed<'_>> =
-            fed_rows.iter().map(|&i| Feed { row: i, tokens: &rows[i].tokens[rows[i].read[slot]..] }).collect();
+        let feeds: Vec<Feed<'_>> = fed_rows
+            .iter()
+            .map(|&i| Feed { row: i, tokens: &rows[i].tokens[rows[i].read[slot]..] })
+            .collect();
         let fed = if feeds.is_empty() {
             Vec::new()
         } else {
@@ -371,9 +378,10 @@ impl<'m> Side<'m> {
 
 /// FNV-1a over the prompt's ids: a stable key that does not depend on batch position.
 fn prompt_hash(tokens: &[TokenId]) -> u64 {
-    tokens.iter().flat_map(|t| t.to_le_bytes()).fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    tokens
+        .iter()
+        .flat_map(|t| t.to_le_bytes())
+        .fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Row keys from (prompt content, its occurrence among identical prompts, copy index).

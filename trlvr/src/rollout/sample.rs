@@ -74,7 +74,8 @@ impl Sampling {
         let total: f64 = weights.iter().sum();
         let log_prob = |id: usize| (weights[id] / total).ln() as f32;
         if self.temperature == 0.0 {
-            let id = weights.iter().enumerate().fold(0, |best, (i, &w)| if w > weights[best] { i } else { best });
+            let id =
+                weights.iter().enumerate().fold(0, |best, (i, &w)| if w > weights[best] { i } else { best });
             return Ok((id as TokenId, log_prob(id)));
         }
         let candidates = self.truncate(&weights, total);

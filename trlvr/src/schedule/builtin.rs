@@ -10,11 +10,7 @@ use crate::vocab::TokenClasses;
 use crate::{Error, Result};
 
 fn draw(p_senior: f64, rng: &mut dyn RngCore) -> Owner {
-    if rng.random_bool(p_senior) {
-        Owner::Senior
-    } else {
-        Owner::Junior
-    }
+    if rng.random_bool(p_senior) { Owner::Senior } else { Owner::Junior }
 }
 
 fn check_probability(p: f64) -> Result<f64> {
@@ -35,15 +31,11 @@ pub struct Solo {
 impl Solo {
     /// The senior alone (vanilla GRPO rollouts, solo evaluation).
     pub fn senior() -> Self {
-        Self {
-            owner: Owner::Senior,
-        }
+        Self { owner: Owner::Senior }
     }
     /// The junior alone.
     pub fn junior() -> Self {
-        Self {
-            owner: Owner::Junior,
-        }
+        Self { owner: Owner::Junior }
     }
 }
 
@@ -86,19 +78,13 @@ impl WordBoundary {
         if max_gap == 0 {
             return Err(Error::Config("max_gap (K) must be at least 1".into()));
         }
-        Ok(Self {
-            p_senior: check_probability(p_senior)?,
-            max_gap,
-        })
+        Ok(Self { p_senior: check_probability(p_senior)?, max_gap })
     }
 }
 
 impl Default for WordBoundary {
     fn default() -> Self {
-        Self {
-            p_senior: 0.5,
-            max_gap: 32,
-        }
+        Self { p_senior: 0.5, max_gap: 32 }
     }
 }
 
@@ -114,11 +100,7 @@ impl HandoffSchedule for WordBoundary {
         "word"
     }
     fn begin(&self, rng: &mut dyn RngCore) -> Box<dyn HandoffState> {
-        Box::new(WordState {
-            rule: *self,
-            author: draw(self.p_senior, rng),
-            gap: 0,
-        })
+        Box::new(WordState { rule: *self, author: draw(self.p_senior, rng), gap: 0 })
     }
 }
 
@@ -149,9 +131,7 @@ impl TokenBernoulli {
     /// # Errors
     /// [`Error::Config`] if `p_senior` is outside [0, 1].
     pub fn new(p_senior: f64) -> Result<Self> {
-        Ok(Self {
-            p_senior: check_probability(p_senior)?,
-        })
+        Ok(Self { p_senior: check_probability(p_senior)? })
     }
 }
 
@@ -166,10 +146,7 @@ impl HandoffSchedule for TokenBernoulli {
         "token"
     }
     fn begin(&self, rng: &mut dyn RngCore) -> Box<dyn HandoffState> {
-        Box::new(TokenState {
-            p_senior: self.p_senior,
-            author: draw(self.p_senior, rng),
-        })
+        Box::new(TokenState { p_senior: self.p_senior, author: draw(self.p_senior, rng) })
     }
 }
 
@@ -196,10 +173,7 @@ pub struct StepAlternation {
 
 impl Default for StepAlternation {
     fn default() -> Self {
-        Self {
-            first: Owner::Senior,
-            max_rounds: 150,
-        }
+        Self { first: Owner::Senior, max_rounds: 150 }
     }
 }
 
@@ -218,12 +192,7 @@ impl HandoffSchedule for StepAlternation {
         "step"
     }
     fn begin(&self, _rng: &mut dyn RngCore) -> Box<dyn HandoffState> {
-        Box::new(StepState {
-            author: self.first,
-            max_rounds: self.max_rounds,
-            rounds: 0,
-            run: 0,
-        })
+        Box::new(StepState { author: self.first, max_rounds: self.max_rounds, rounds: 0, run: 0 })
     }
 }
 
@@ -233,11 +202,7 @@ impl HandoffState for StepState {
     }
     fn after(&mut self, token: TokenId, classes: &TokenClasses, _: &mut dyn RngCore) -> Next {
         let (trailing, only_newlines) = classes.newlines(token);
-        self.run = if only_newlines {
-            self.run + trailing as usize
-        } else {
-            trailing as usize
-        };
+        self.run = if only_newlines { self.run + trailing as usize } else { trailing as usize };
         if self.run >= 2 {
             self.rounds += 1;
             self.run = 0;

@@ -109,11 +109,7 @@ impl Handoff {
     pub fn new(schedule: &dyn HandoffSchedule, seed: u64, row_key: u64) -> Self {
         let mut rng = row_rng(seed, row_key);
         let state = schedule.begin(&mut rng);
-        Self {
-            state,
-            rng,
-            finished: None,
-        }
+        Self { state, rng, finished: None }
     }
 
     /// Who writes the next token (meaningless once [`finished`](Handoff::finished)).

@@ -64,8 +64,7 @@ impl RolloutCase {
 
     /// The typed masks.
     pub fn masks(&self, device: &Device) -> RolloutMasks {
-        RolloutMasks::new(&self.prompt_lengths, &self.owners, self.width, device)
-            .expect("a well-formed case")
+        RolloutMasks::new(&self.prompt_lengths, &self.owners, self.width, device).expect("a well-formed case")
     }
 
     /// The loss mask, computed on the host from the definition (independently of
@@ -92,10 +91,7 @@ impl RolloutCase {
             log_probs: leaf.clone(),
             old_log_probs: t(&self.old_log_probs),
             ref_log_probs: Some(t(&self.ref_log_probs)),
-            advantages: Tensor::from_data(
-                TensorData::new(self.advantages.clone(), [self.rows()]),
-                &device,
-            ),
+            advantages: Tensor::from_data(TensorData::new(self.advantages.clone(), [self.rows()]), &device),
             normalizer: loss_mask.normalizer().expect("host device"),
             loss_mask,
         };
@@ -121,9 +117,7 @@ fn loss_and_grad_of(
     batch: &ObjectiveBatch,
     leaf: &Tensor<2>,
 ) -> Result<(f32, Vec<f32>), Violation> {
-    let out = objective
-        .loss(batch)
-        .map_err(|e| Violation(format!("objective failed: {e}")))?;
+    let out = objective.loss(batch).map_err(|e| Violation(format!("objective failed: {e}")))?;
     let loss = host(out.loss.clone().detach()).map_err(|e| Violation(e.to_string()))?[0];
     let grads = out.loss.backward();
     let grad = match leaf.grad(&grads) {
@@ -173,9 +167,7 @@ pub fn check_objective(
     }
     let (dirty_loss, dirty_grad) = loss_and_grad(objective, &dirty, device)?;
     if dirty_loss.to_bits() != loss.to_bits() {
-        return fail(format!(
-            "loss changed from {loss} to {dirty_loss} when only masked slots changed"
-        ));
+        return fail(format!("loss changed from {loss} to {dirty_loss} when only masked slots changed"));
     }
     if let Some(k) = (0..grad.len()).find(|&k| grad[k].to_bits() != dirty_grad[k].to_bits()) {
         return fail(format!(
@@ -187,10 +179,7 @@ pub fn check_objective(
     // 3. zero gradient outside the mask
     if let Some(k) = (0..grad.len()).find(|&k| !flags[k] && grad[k] != 0.0) {
         let (row, col) = (k / case.width, k % case.width);
-        return fail(format!(
-            "gradient {} at masked slot (row {row}, position {col})",
-            grad[k]
-        ));
+        return fail(format!("gradient {} at masked slot (row {row}, position {col})", grad[k]));
     }
 
     // 4. micro-batches add up
@@ -200,15 +189,10 @@ pub fn check_objective(
         let (a, ga) = loss_and_grad_of(objective, &batch.rows(0..split), &leaf)?;
         let (b, gb) = loss_and_grad_of(objective, &batch.rows(split..case.rows()), &leaf)?;
         if !close(a + b, loss) {
-            return fail(format!(
-                "micro-batch losses {a} + {b} != mini-batch loss {loss}"
-            ));
+            return fail(format!("micro-batch losses {a} + {b} != mini-batch loss {loss}"));
         }
         if let Some(k) = (0..grad.len()).find(|&k| !close(ga[k] + gb[k], grad[k])) {
-            return fail(format!(
-                "micro-batch gradients at slot {k}: {} + {} != {}",
-                ga[k], gb[k], grad[k]
-            ));
+            return fail(format!("micro-batch gradients at slot {k}: {} + {} != {}", ga[k], gb[k], grad[k]));
         }
     }
 
@@ -218,9 +202,7 @@ pub fn check_objective(
     flat.ref_log_probs = flat.log_probs.clone();
     let (zero_loss, zero_grad) = loss_and_grad(objective, &flat, device)?;
     if zero_loss.abs() > 1e-6 || zero_grad.iter().any(|g| g.abs() > 1e-6) {
-        return fail(format!(
-            "zero advantages gave loss {zero_loss} or a non-zero gradient"
-        ));
+        return fail(format!("zero advantages gave loss {zero_loss} or a non-zero gradient"));
     }
     Ok(())
 }
@@ -233,11 +215,7 @@ pub fn rollout_case(max_rows: usize, max_len: usize) -> impl Strategy<Value = Ro
             Just(vec![Owner::Junior; n]),
             prop::collection::vec(prop_oneof![Just(Owner::Senior), Just(Owner::Junior)], n),
             (1..=n).prop_map(move |run| (0..n)
-                .map(|t| if (t / run) % 2 == 0 {
-                    Owner::Senior
-                } else {
-                    Owner::Junior
-                })
+                .map(|t| if (t / run) % 2 == 0 { Owner::Senior } else { Owner::Junior })
                 .collect()),
         ]
     });
@@ -291,9 +269,7 @@ pub fn toy_classes() -> TokenClasses {
 
 /// Strategy: up to `max_len` ids below `vocab_size`, never an EOS id of `classes`.
 pub fn token_stream(classes: &TokenClasses, max_len: usize) -> impl Strategy<Value = Vec<TokenId>> {
-    let ids: Vec<TokenId> = (0..classes.vocab_size() as TokenId)
-        .filter(|&t| !classes.is_eos(t))
-        .collect();
+    let ids: Vec<TokenId> = (0..classes.vocab_size() as TokenId).filter(|&t| !classes.is_eos(t)).collect();
     prop::collection::vec(prop::sample::select(ids), 0..=max_len)
 }
 
@@ -324,9 +300,7 @@ pub fn check_schedule(
         let cut = cut.min(owners.len());
         let (prefix, _) = replay(schedule, classes, &tokens[..cut], seed, 3);
         if prefix[..] != owners[..cut] {
-            return fail(format!(
-                "owners of the first {cut} tokens depend on later tokens"
-            ));
+            return fail(format!("owners of the first {cut} tokens depend on later tokens"));
         }
         if finish.is_some() && cut == owners.len() {
             continue; // the schedule itself stopped here
@@ -336,10 +310,7 @@ pub fn check_schedule(
             stream.extend([eos, eos, eos]); // pad == eos after the real EOS
             stream.extend_from_slice(&tokens[cut..]);
             let (with_eos, end) = replay(schedule, classes, &stream, seed, 3);
-            if end != Some(Finish::Eos)
-                || with_eos.len() != cut + 1
-                || with_eos[..cut] != owners[..cut]
-            {
+            if end != Some(Finish::Eos) || with_eos.len() != cut + 1 || with_eos[..cut] != owners[..cut] {
                 return fail(format!(
                     "EOS id {eos} at position {cut}: {} owners, finish {end:?}",
                     with_eos.len()
