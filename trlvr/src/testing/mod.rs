@@ -8,6 +8,7 @@
 //!   [`HandoffSchedule`].
 //!
 //! ```
+//! use burn::prelude::*;
 //! use proptest::prelude::*;
 //! use trlvr::prelude::*;
 //! use trlvr::testing::{check_objective, rollout_case};
