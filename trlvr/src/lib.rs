@@ -19,6 +19,7 @@
 //! | [`Verifier`](verifier::Verifier): response + reference -> reward | [`verifier`] |
 //! | [`Objective`](objective::Objective), [`Grpo`](objective::Grpo) | [`objective`] |
 //! | the tandem rollout engine, sampling | [`rollout`] |
+//! | plugins: a registry of named objectives, schedules, partners; dynamic loading | [`plugin`] |
 //! | group advantages | [`advantage`] |
 //! | attention / response / ownership masks, the loss mask | [`mask`] |
 //! | word boundaries, paragraph ends, EOS ids | [`vocab`] |
@@ -71,6 +72,7 @@ mod error;
 pub mod mask;
 pub mod model;
 pub mod objective;
+pub mod plugin;
 pub mod rollout;
 pub mod schedule;
 #[cfg(feature = "testing")]
@@ -80,6 +82,8 @@ pub mod verifier;
 pub mod vocab;
 
 pub use error::{Error, Result};
+/// Re-exported so plugin crates can `inventory::submit!` without naming the version.
+pub use inventory;
 
 /// The names most programs need: `use trlvr::prelude::*;`.
 pub mod prelude {

@@ -2,7 +2,9 @@
 //! senior's own (solo) rollouts plus β · token-mean of the k3 estimate of
 //! KL(π_θ ‖ π_jun), the junior being the frozen starting checkpoint.
 //!
-//! It tests whether merely staying near the junior explains TRLVR's effect. The trainer
+//! It tests whether merely staying near the junior explains TRLVR's effect. Link the
+//! crate and it registers itself as the objective `junior-kl` (config
+//! `{"beta": 0.001, "grpo": {...}}`). The trainer
 //! fills [`ObjectiveBatch::ref_log_probs`] with the junior's log-probs because
 //! [`Objective::needs_reference`] says so.
 //!
@@ -16,8 +18,30 @@
 //! ```
 #![warn(missing_docs)]
 
+use serde::Deserialize;
 use trlvr::objective::{Aggregation, KlEstimator, ObjectiveOutput, aggregate, host, kl_per_token};
+use trlvr::plugin::{Factory, Registration};
 use trlvr::prelude::*;
+
+/// The plugin's JSON config: `{"beta": 0.001, "grpo": {...}}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct Config {
+    beta: f64,
+    grpo: GrpoConfig,
+}
+
+trlvr::inventory::submit! {
+    Registration {
+        name: "junior-kl",
+        about: "GRPO + beta * token-mean k3 KL(pi_theta || pi_junior) (method.md 4)",
+        crate_name: env!("CARGO_PKG_NAME"),
+        factory: Factory::Objective(|value| {
+            let config: Config = serde_json::from_value(value.clone()).map_err(|e| Error::Config(e.to_string()))?;
+            Ok(Box::new(JuniorKl::new(config.grpo, config.beta)?))
+        }),
+    }
+}
 
 /// GRPO plus a k3 KL penalty toward the junior.
 #[derive(Debug, Clone)]

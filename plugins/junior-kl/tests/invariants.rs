@@ -53,3 +53,11 @@ fn bad_configs_are_refused() {
     assert!(JuniorKl::new(GrpoConfig::default(), -1.0).is_err());
     assert!(JuniorKl::new(GrpoConfig::default().with_kl(KlEstimator::K3, 0.1), 0.1).is_err());
 }
+
+/// Linked statically, the plugin's registration is in the registry by name.
+#[test]
+fn registered_when_linked() {
+    let registry = trlvr::plugin::Registry::with_linked();
+    let objective = registry.objective("junior-kl", &serde_json::json!({ "beta": 0.01 })).unwrap();
+    assert_eq!(objective.name(), "junior-kl");
+}

@@ -23,6 +23,7 @@ fn check_probability(p: f64) -> Result<f64> {
 
 /// One model writes everything: plain GRPO (senior) or the junior alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Solo {
     /// Who writes.
     pub owner: Owner,
@@ -36,6 +37,12 @@ impl Solo {
     /// The junior alone.
     pub fn junior() -> Self {
         Self { owner: Owner::Junior }
+    }
+}
+
+impl Default for Solo {
+    fn default() -> Self {
+        Self::senior()
     }
 }
 
@@ -62,6 +69,7 @@ impl HandoffState for Solo {
 /// tokens without a redraw, a fresh coin picks the next author. The redraw comes *after*
 /// the boundary token, so a handoff can fall inside a multi-token word.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct WordBoundary {
     /// Probability that the senior wins a draw (default 0.5).
     pub p_senior: f64,
@@ -164,6 +172,7 @@ impl HandoffState for TokenState {
 /// written in that turn ends with `"\n\n"` (kept), and the other model takes the next
 /// paragraph; at most `max_rounds` turns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct StepAlternation {
     /// Who writes the first paragraph (default senior).
     pub first: Owner,

@@ -1,0 +1,98 @@
+//! Tandem rollout cost, measured in one run on this machine (issue: tandem engine).
+//!
+//! For each senior/junior pair, at batch 8 (one prompt x G = 8), the same prompt and
+//! length budget, word schedule with p_sen = 0.5:
+//! (a) the senior solo, (b) the eager tandem (both models read every token as it is
+//! written, as the paper's release code does), (c) trlvr's lazy tandem.
+//!
+//! `cargo bench --bench rollout` (add `-- --quick` for a shorter run)
+
+#![allow(clippy::print_stdout)] // a bench command reports on stdout
+
+use std::time::Instant;
+
+use burn::prelude::*;
+use trlvr::prelude::*;
+use trlvr_models::{Decoder, ModelConfig};
+
+fn config(
+    family: &str,
+    layers: usize,
+    hidden: usize,
+    heads: usize,
+    kv: usize,
+    inter: usize,
+    vocab: usize,
+) -> ModelConfig {
+    let json = serde_json::json!({
+        "model_type": family, "vocab_size": vocab, "hidden_size": hidden, "intermediate_size": inter,
+        "num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": kv,
+        "head_dim": hidden / heads, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+        "tie_word_embeddings": true, "max_position_embeddings": 4096,
+    });
+    serde_json::from_value(json).expect("valid config")
+}
+
+/// A synthetic vocabulary: every third id starts a word; the last id is EOS.
+fn classes(vocab: usize) -> TokenClasses {
+    let texts: Vec<String> =
+        (0..vocab).map(|i| if i % 3 == 0 { format!(" w{i}") } else { format!("p{i}") }).collect();
+    TokenClasses::from_texts(&texts, &[(vocab - 1) as TokenId]).expect("valid vocabulary")
+}
+
+struct Timing {
+    seconds: f64,
+    tokens: usize,
+}
+
+fn time(engine: &RolloutEngine<'_>, prompt: &[TokenId], schedule: &dyn HandoffSchedule) -> Timing {
+    let start = Instant::now();
+    let rollouts = engine.generate(&[prompt.to_vec()], schedule).expect("rollouts");
+    Timing { seconds: start.elapsed().as_secs_f64(), tokens: rollouts.iter().map(|r| r.tokens.len()).sum() }
+}
+
+fn pair(name: &str, senior: &Decoder, junior: &Decoder, vocab: usize, new_tokens: usize) {
+    let classes = classes(vocab);
+    let prompt: Vec<TokenId> = (0..32).map(|i| (i * 37 % (vocab - 1)) as TokenId).collect();
+    let rollout = |eager| RolloutConfig {
+        group_size: 8,
+        max_new_tokens: new_tokens,
+        seed: 1,
+        eager_catch_up: eager,
+        ..RolloutConfig::default()
+    };
+    let word = WordBoundary::new(0.5, 32).expect("schedule");
+    let solo = RolloutEngine::solo(senior, &classes, rollout(false)).expect("engine");
+    let eager = RolloutEngine::new(senior, junior, &classes, rollout(true)).expect("engine");
+    let lazy = RolloutEngine::new(senior, junior, &classes, rollout(false)).expect("engine");
+    time(&lazy, &prompt, &word); // warm-up
+    let a = time(&solo, &prompt, &Solo::senior());
+    let b = time(&eager, &prompt, &word);
+    let c = time(&lazy, &prompt, &word);
+    println!(
+        "| {name} | {:.2} s ({:.0} tok/s) | {:.2} s | {:.2} s | {:.2} | {:.2} |",
+        a.seconds,
+        a.tokens as f64 / a.seconds,
+        b.seconds,
+        c.seconds,
+        c.seconds / a.seconds,
+        c.seconds / b.seconds
+    );
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let device = Device::default();
+    let new_tokens = if quick { 32 } else { 128 };
+    println!(
+        "batch 8 (1 prompt x G 8), prompt 32 tokens, {new_tokens} new tokens, word schedule p_sen 0.5, flex CPU\n"
+    );
+    println!("| pair | (a) solo | (b) eager tandem | (c) lazy tandem | (c)/(a) | (c)/(b) |");
+    println!("|---|---|---|---|---|---|");
+    let tiny = config("qwen3", 2, 128, 4, 2, 384, 4096).init(&device);
+    pair("tiny Qwen3 (2 x 128), self-paired", &tiny, &tiny, 4096, new_tokens);
+    let smol = config("llama", 30, 576, 9, 3, 1536, 49152).init(&device);
+    pair("SmolLM2-135M shape, self-paired", &smol, &smol, 49152, new_tokens);
+    let junior = config("llama", 6, 192, 3, 1, 512, 49152).init(&device);
+    pair("SmolLM2-135M shape + 6 x 192 junior", &smol, &junior, 49152, new_tokens);
+}

@@ -1,0 +1,405 @@
+//! Plugins: named objectives, handoff schedules and partners, registered statically
+//! (any crate linked into the program) or loaded at run time from a `cdylib`.
+//!
+//! A plugin crate declares each item once with [`inventory::submit!`] of a
+//! [`Registration`]. Linked into a program (as a dependency), it registers itself. To be
+//! loadable at run time it also calls [`export_plugin!`] once: an inventory inside a
+//! `dlopen`ed library does not reach the host's, so loading goes through an explicit
+//! entry point. The host reads the library's [`PluginDeclaration`], checks the ABI,
+//! compiler and trlvr version before touching anything else, then
+//! lets the plugin hand over its own registrations.
+//!
+//! Run-time loading is for **handoff schedules**. A `cdylib` carries its own copy of
+//! Burn, whose runtime state (the autodiff graph, device handles) the host cannot
+//! share, so objectives and partners, which run tensor ops, are refused from a loaded
+//! library with an error that says so; link those plugin crates statically.
+//!
+//! ```
+//! use trlvr::plugin::Registry;
+//!
+//! let registry = Registry::with_linked();
+//! let grpo = registry.objective("grpo", &serde_json::json!({ "clip_high": 0.28 }))?;
+//! assert_eq!(grpo.name(), "grpo");
+//! assert!(registry.schedule("word", &serde_json::json!({ "p_senior": 0.5, "max_gap": 32 })).is_ok());
+//! assert!(registry.objective("no-such-thing", &serde_json::Value::Null).is_err());
+//! # Ok::<(), trlvr::Error>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::ffi::{CStr, c_char};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use burn::prelude::Device;
+use serde_json::Value;
+
+use crate::model::{Feed, Partner, Session};
+use crate::objective::{Grpo, GrpoConfig, Objective, ObjectiveBatch, ObjectiveOutput};
+use crate::schedule::{HandoffSchedule, HandoffState, Solo, StepAlternation, TokenBernoulli, WordBoundary};
+use crate::token::TokenBatch;
+use crate::{Error, Result};
+
+/// Bumped whenever [`PluginDeclaration`] or [`Registration`] change shape.
+pub const ABI_VERSION: u32 = 1;
+/// This trlvr's version, NUL-terminated.
+pub const TRLVR_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+/// The compiler that built this trlvr, NUL-terminated.
+pub const RUSTC_VERSION: &str = concat!(env!("TRLVR_RUSTC_VERSION"), "\0");
+
+/// Makes an objective from its JSON config.
+pub type ObjectiveFactory = fn(&Value) -> Result<Box<dyn Objective>>;
+/// Makes a handoff schedule from its JSON config.
+pub type ScheduleFactory = fn(&Value) -> Result<Box<dyn HandoffSchedule>>;
+/// Makes a partner from its JSON config, on a device.
+pub type PartnerFactory = fn(&Value, &Device) -> Result<Box<dyn Partner>>;
+
+/// What a plugin item makes.
+#[derive(Debug, Clone, Copy)]
+pub enum Factory {
+    /// An [`Objective`].
+    Objective(ObjectiveFactory),
+    /// A [`HandoffSchedule`].
+    Schedule(ScheduleFactory),
+    /// A [`Partner`].
+    Partner(PartnerFactory),
+}
+
+impl Factory {
+    /// `objective`, `schedule` or `partner`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Factory::Objective(_) => "objective",
+            Factory::Schedule(_) => "schedule",
+            Factory::Partner(_) => "partner",
+        }
+    }
+}
+
+/// One named item, submitted with `inventory::submit!`.
+#[derive(Debug)]
+pub struct Registration {
+    /// Unique name (within its kind) used in configs and on the command line.
+    pub name: &'static str,
+    /// One line for `trlvr plugins`.
+    pub about: &'static str,
+    /// The crate that submitted it (`env!("CARGO_PKG_NAME")`).
+    pub crate_name: &'static str,
+    /// The constructor.
+    pub factory: Factory,
+}
+
+inventory::collect!(Registration);
+
+/// What a loadable plugin exports as the symbol `TRLVR_PLUGIN`; written by
+/// [`export_plugin!`]. Only the first three fields are read before the versions match.
+#[repr(C)]
+#[derive(Debug)]
+pub struct PluginDeclaration {
+    /// [`ABI_VERSION`] of the plugin's trlvr.
+    pub abi_version: u32,
+    /// [`TRLVR_VERSION`] of the plugin's trlvr.
+    pub trlvr_version: *const c_char,
+    /// [`RUSTC_VERSION`] of the plugin's trlvr.
+    pub rustc_version: *const c_char,
+    /// Hands the plugin crate's registrations to the host.
+    pub register: fn(&mut dyn FnMut(&'static Registration)),
+}
+
+// SAFETY: the declaration is immutable static data (pointers to 'static strings).
+#[allow(unsafe_code)]
+unsafe impl Sync for PluginDeclaration {}
+
+/// Exports the calling crate's registrations for loading at run time. Call once in a
+/// plugin crate built as a `cdylib`.
+#[macro_export]
+macro_rules! export_plugin {
+    () => {
+        /// The declaration trlvr's loader reads (see `trlvr::plugin`).
+        #[allow(unsafe_code)]
+        #[unsafe(no_mangle)]
+        pub static TRLVR_PLUGIN: $crate::plugin::PluginDeclaration = $crate::plugin::PluginDeclaration {
+            abi_version: $crate::plugin::ABI_VERSION,
+            trlvr_version: $crate::plugin::TRLVR_VERSION.as_ptr().cast(),
+            rustc_version: $crate::plugin::RUSTC_VERSION.as_ptr().cast(),
+            register: |hand_over| {
+                for registration in $crate::plugin::registrations() {
+                    if registration.crate_name == env!("CARGO_PKG_NAME") {
+                        hand_over(registration);
+                    }
+                }
+            },
+        };
+    };
+}
+
+/// Every registration linked into this binary (or this plugin library).
+pub fn registrations() -> impl Iterator<Item = &'static Registration> {
+    inventory::iter::<Registration>.into_iter()
+}
+
+fn config<T: serde::de::DeserializeOwned + Default>(value: &Value) -> Result<T> {
+    if value.is_null() {
+        return Ok(T::default());
+    }
+    serde_json::from_value(value.clone()).map_err(|e| Error::Config(e.to_string()))
+}
+
+inventory::submit! {
+    Registration { name: "grpo", about: "GRPO on senior tokens (clip, dual clip, aggregation, optional KL)",
+        crate_name: env!("CARGO_PKG_NAME"),
+        factory: Factory::Objective(|v| Ok(Box::new(Grpo::new(config::<GrpoConfig>(v)?)?))) }
+}
+inventory::submit! {
+    Registration { name: "solo", about: "one model writes everything ({\"owner\": \"senior\"|\"junior\"})",
+        crate_name: env!("CARGO_PKG_NAME"),
+        factory: Factory::Schedule(|v| Ok(Box::new(config::<Solo>(v)?))) }
+}
+inventory::submit! {
+    Registration { name: "word", about: "the paper's word-boundary Bernoulli(p_senior) with gap cap max_gap",
+        crate_name: env!("CARGO_PKG_NAME"),
+        factory: Factory::Schedule(|v| {
+            let w: WordBoundary = config(v)?;
+            Ok(Box::new(WordBoundary::new(w.p_senior, w.max_gap)?))
+        }) }
+}
+inventory::submit! {
+    Registration { name: "token", about: "token-level Bernoulli(p_senior)",
+        crate_name: env!("CARGO_PKG_NAME"),
+        factory: Factory::Schedule(|v| {
+            let p = v.get("p_senior").and_then(Value::as_f64).unwrap_or(0.5);
+            Ok(Box::new(TokenBernoulli::new(p)?))
+        }) }
+}
+inventory::submit! {
+    Registration { name: "step", about: "paragraph alternation for evaluation (first, max_rounds)",
+        crate_name: env!("CARGO_PKG_NAME"),
+        factory: Factory::Schedule(|v| Ok(Box::new(config::<StepAlternation>(v)?))) }
+}
+
+/// Where an item came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// Linked into this program.
+    Linked,
+    /// Loaded from this file.
+    Library(PathBuf),
+}
+
+#[derive(Debug)]
+struct Entry {
+    registration: &'static Registration,
+    origin: Origin,
+    /// Keeps the code of a loaded item mapped while anything it made is alive.
+    library: Option<Arc<libloading::Library>>,
+}
+
+/// Named objectives, schedules and partners, static and loaded.
+#[derive(Debug, Default)]
+pub struct Registry {
+    entries: BTreeMap<(&'static str, &'static str), Entry>,
+    loaded: Vec<PathBuf>,
+}
+
+impl Registry {
+    /// Everything linked into this program: trlvr's built-ins and statically linked
+    /// plugin crates.
+    pub fn with_linked() -> Self {
+        let mut registry = Self::default();
+        for registration in registrations() {
+            // Duplicates among linked crates keep the first; `add` reports them for loads.
+            let _ = registry.add(registration, Origin::Linked, None);
+        }
+        registry
+    }
+
+    fn add(
+        &mut self,
+        registration: &'static Registration,
+        origin: Origin,
+        library: Option<Arc<libloading::Library>>,
+    ) -> Result<()> {
+        let key = (registration.factory.kind(), registration.name);
+        if let Some(existing) = self.entries.get(&key) {
+            return Err(Error::Plugin(format!(
+                "{} {:?} from {origin:?} is already registered from {:?}",
+                key.0, key.1, existing.origin
+            )));
+        }
+        self.entries.insert(key, Entry { registration, origin, library });
+        Ok(())
+    }
+
+    /// Loads a plugin library and registers what it exports; returns the new names.
+    /// Loading the same file twice is a no-op. A library that is not a trlvr plugin, or
+    /// was built by another compiler or trlvr version, is refused before
+    /// any of its code runs (beyond the platform loader's initialisers).
+    ///
+    /// # Errors
+    /// [`Error::Plugin`] naming the path and what is wrong.
+    #[allow(unsafe_code)]
+    pub fn load(&mut self, path: impl AsRef<Path>) -> Result<Vec<String>> {
+        let path = path.as_ref();
+        let canonical = path.canonicalize().map_err(|e| plugin_error(path, &format!("cannot open: {e}")))?;
+        if self.loaded.contains(&canonical) {
+            return Ok(Vec::new());
+        }
+        // SAFETY: loading runs the library's initialisers; trlvr plugins have none of
+        // their own. The declaration is read as plain data before it is trusted.
+        let library = unsafe { libloading::Library::new(&canonical) }
+            .map_err(|e| plugin_error(path, &e.to_string()))?;
+        let declaration: &PluginDeclaration = unsafe {
+            let symbol = library.get::<*const PluginDeclaration>(b"TRLVR_PLUGIN\0").map_err(|_| {
+                plugin_error(path, "no TRLVR_PLUGIN symbol: not a trlvr plugin (use trlvr::export_plugin!())")
+            })?;
+            &**symbol
+        };
+        if declaration.abi_version != ABI_VERSION {
+            return Err(plugin_error(
+                path,
+                &format!("plugin ABI {} != host ABI {ABI_VERSION}", declaration.abi_version),
+            ));
+        }
+        let text = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        for (what, theirs, ours) in [
+            ("trlvr version", text(declaration.trlvr_version), TRLVR_VERSION),
+            ("compiler", text(declaration.rustc_version), RUSTC_VERSION),
+        ] {
+            let ours = ours.trim_end_matches('\0');
+            if theirs != ours {
+                return Err(plugin_error(path, &format!("{what} differs: plugin {theirs:?}, host {ours:?}")));
+            }
+        }
+        let library = Arc::new(library);
+        let mut handed = Vec::new();
+        (declaration.register)(&mut |r| handed.push(r));
+        if let Some(r) = handed.iter().find(|r| !matches!(r.factory, Factory::Schedule(_))) {
+            return Err(plugin_error(
+                path,
+                &format!(
+                    "{} {:?}: objectives and partners run Burn tensor ops, whose runtime a separately \
+                     loaded library cannot share with the host; link the crate {:?} statically instead \
+                     (add it as a dependency: it registers itself)",
+                    r.factory.kind(),
+                    r.name,
+                    r.crate_name
+                ),
+            ));
+        }
+        let mut names = Vec::new();
+        for registration in handed {
+            self.add(registration, Origin::Library(canonical.clone()), Some(library.clone()))?;
+            names.push(registration.name.to_string());
+        }
+        self.loaded.push(canonical);
+        Ok(names)
+    }
+
+    /// `(kind, name, about, origin)` of every item, sorted.
+    pub fn list(&self) -> Vec<(&'static str, &'static str, &'static str, Origin)> {
+        self.entries.iter().map(|((k, n), e)| (*k, *n, e.registration.about, e.origin.clone())).collect()
+    }
+
+    fn entry(&self, kind: &'static str, name: &str) -> Result<&Entry> {
+        self.entries.iter().find(|((k, n), _)| *k == kind && *n == name).map(|(_, e)| e).ok_or_else(|| {
+            let known: Vec<&str> = self.entries.keys().filter(|(k, _)| *k == kind).map(|(_, n)| *n).collect();
+            Error::Plugin(format!("no {kind} named {name:?}; known: {}", known.join(", ")))
+        })
+    }
+
+    /// Makes the objective `name` from `config` (JSON; null for defaults).
+    ///
+    /// # Errors
+    /// [`Error::Plugin`] for an unknown name; the factory's error for a bad config.
+    pub fn objective(&self, name: &str, config: &Value) -> Result<Plugged<dyn Objective>> {
+        let entry = self.entry("objective", name)?;
+        let Factory::Objective(make) = entry.registration.factory else { unreachable!("keyed by kind") };
+        Ok(Plugged { inner: make(config)?, _library: entry.library.clone() })
+    }
+
+    /// Makes the handoff schedule `name` from `config`.
+    ///
+    /// # Errors
+    /// As [`Registry::objective`].
+    pub fn schedule(&self, name: &str, config: &Value) -> Result<Plugged<dyn HandoffSchedule>> {
+        let entry = self.entry("schedule", name)?;
+        let Factory::Schedule(make) = entry.registration.factory else { unreachable!("keyed by kind") };
+        Ok(Plugged { inner: make(config)?, _library: entry.library.clone() })
+    }
+
+    /// Makes the partner `name` from `config` on `device`.
+    ///
+    /// # Errors
+    /// As [`Registry::objective`].
+    pub fn partner(&self, name: &str, config: &Value, device: &Device) -> Result<Plugged<dyn Partner>> {
+        let entry = self.entry("partner", name)?;
+        let Factory::Partner(make) = entry.registration.factory else { unreachable!("keyed by kind") };
+        Ok(Plugged { inner: make(config, device)?, _library: entry.library.clone() })
+    }
+}
+
+fn plugin_error(path: &Path, message: &str) -> Error {
+    Error::Plugin(format!("{}: {message}", path.display()))
+}
+
+/// An item made by the registry. It keeps the library that made it loaded for as long
+/// as it lives (the item is dropped first, then the library reference).
+pub struct Plugged<T: ?Sized> {
+    inner: Box<T>,
+    _library: Option<Arc<libloading::Library>>,
+}
+
+impl<T: ?Sized> std::ops::Deref for Plugged<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.inner
+    }
+}
+
+impl<T: ?Sized + std::fmt::Debug> std::fmt::Debug for Plugged<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl Objective for Plugged<dyn Objective> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn needs_reference(&self) -> bool {
+        self.inner.needs_reference()
+    }
+    fn loss(&self, batch: &ObjectiveBatch) -> Result<ObjectiveOutput> {
+        self.inner.loss(batch)
+    }
+}
+
+impl HandoffSchedule for Plugged<dyn HandoffSchedule> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn begin(&self, rng: &mut dyn rand::RngCore) -> Box<dyn HandoffState> {
+        self.inner.begin(rng)
+    }
+}
+
+impl Partner for Plugged<dyn Partner> {
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab_size()
+    }
+    fn device(&self) -> Device {
+        self.inner.device()
+    }
+    fn start(
+        &self,
+        prompts: &[&[crate::token::TokenId]],
+        copies: usize,
+    ) -> Result<(Session, burn::prelude::Tensor<2>)> {
+        self.inner.start(prompts, copies)
+    }
+    fn extend(&self, session: &mut Session, feeds: &[Feed<'_>]) -> Result<burn::prelude::Tensor<2>> {
+        self.inner.extend(session, feeds)
+    }
+    fn score(&self, batch: &TokenBatch, temperature: f32) -> Result<burn::prelude::Tensor<2>> {
+        self.inner.score(batch, temperature)
+    }
+}
