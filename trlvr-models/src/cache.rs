@@ -57,9 +57,7 @@ pub struct KvCache {
 impl KvCache {
     /// An empty cache for `rows` rows.
     pub fn new(rows: usize) -> Self {
-        Self {
-            rows: vec![RowCache::default(); rows],
-        }
+        Self { rows: vec![RowCache::default(); rows] }
     }
 
     /// Each row's length.
@@ -86,10 +84,9 @@ impl KvCache {
         let pad = |t: Option<&Tensor<3>>, len: usize| -> Tensor<3> {
             match t {
                 Some(t) if len == width => t.clone(),
-                Some(t) => Tensor::cat(
-                    vec![t.clone(), Tensor::zeros([kv_heads, width - len, head_dim], device)],
-                    1,
-                ),
+                Some(t) => {
+                    Tensor::cat(vec![t.clone(), Tensor::zeros([kv_heads, width - len, head_dim], device)], 1)
+                }
                 None => Tensor::zeros([kv_heads, width, head_dim], device),
             }
         };
@@ -130,10 +127,7 @@ pub fn attention_mask(
             }
         }
     }
-    Tensor::from_data(
-        TensorData::new(hidden, [past.len(), 1, new_width, keys]),
-        device,
-    )
+    Tensor::from_data(TensorData::new(hidden, [past.len(), 1, new_width, keys]), device)
 }
 
 #[cfg(test)]
@@ -145,7 +139,7 @@ mod tests {
         let device = Device::default();
         // Row 0 has 1 cached token of a 2-slot past; row 1 has 2.
         let mask = attention_mask(&[1, 2], 2, 2, &device);
-        let got: Vec<bool> = mask.into_data().to_vec().unwrap();
+        let got: Vec<bool> = mask.into_data().try_to_vec().unwrap();
         #[rustfmt::skip]
         let want = vec![
             false, true, false, true,

@@ -78,14 +78,10 @@ impl ModelConfig {
     /// it is malformed or describes an unsupported model.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        serde_json::from_str(&text).map_err(|e| Error::Config {
-            path: Some(path.to_path_buf()),
-            message: e.to_string(),
-        })
+        let text =
+            std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        serde_json::from_str(&text)
+            .map_err(|e| Error::Config { path: Some(path.to_path_buf()), message: e.to_string() })
     }
 
     /// Whether the output projection has a bias (Llama and Qwen3 with `attention_bias`).
@@ -169,14 +165,14 @@ impl TryFrom<HfConfig> for ModelConfig {
         }
         let heads = raw.num_attention_heads;
         let kv_heads = raw.num_key_value_heads.unwrap_or(heads);
-        if heads == 0 || kv_heads == 0 || heads % kv_heads != 0 {
+        if heads == 0 || kv_heads == 0 || !heads.is_multiple_of(kv_heads) {
             return Err(format!(
                 "num_attention_heads ({heads}) must be a positive multiple of num_key_value_heads ({kv_heads})"
             ));
         }
         let head_dim = match raw.head_dim {
             Some(d) => d,
-            None if raw.hidden_size % heads == 0 => raw.hidden_size / heads,
+            None if raw.hidden_size.is_multiple_of(heads) => raw.hidden_size / heads,
             None => {
                 return Err(format!(
                     "hidden_size {} is not divisible by {heads} heads and head_dim is absent",
@@ -184,7 +180,7 @@ impl TryFrom<HfConfig> for ModelConfig {
                 ));
             }
         };
-        if head_dim == 0 || head_dim % 2 == 1 {
+        if head_dim == 0 || !head_dim.is_multiple_of(2) {
             return Err(format!("head_dim must be even and positive, got {head_dim}"));
         }
         let zero = [
@@ -197,10 +193,8 @@ impl TryFrom<HfConfig> for ModelConfig {
         if let Some((name, _)) = zero.iter().find(|(_, v)| *v == 0) {
             return Err(format!("{name} must be positive"));
         }
-        let rope_theta = raw
-            .rope_theta
-            .or(raw.rope_parameters.as_ref().and_then(|r| r.rope_theta))
-            .unwrap_or(10_000.0);
+        let rope_theta =
+            raw.rope_theta.or(raw.rope_parameters.as_ref().and_then(|r| r.rope_theta)).unwrap_or(10_000.0);
         Ok(ModelConfig {
             model_type,
             vocab_size: raw.vocab_size,
@@ -216,5 +210,65 @@ impl TryFrom<HfConfig> for ModelConfig {
             max_position_embeddings: raw.max_position_embeddings,
             attention_bias: model_type == ModelFamily::Qwen2 || raw.attention_bias.unwrap_or(false),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A config.json with the fields of `extra` overriding a small Qwen3.
+    fn parse(extra: &str) -> std::result::Result<ModelConfig, String> {
+        let mut json: serde_json::Value = serde_json::from_str(
+            r#"{"model_type": "qwen3", "vocab_size": 256, "hidden_size": 64,
+            "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "rms_norm_eps": 1e-6, "max_position_embeddings": 128}"#,
+        )
+        .unwrap();
+        let extra: serde_json::Value = serde_json::from_str(&format!("{{{extra}}}")).unwrap();
+        for (k, v) in extra.as_object().unwrap() {
+            json[k] = v.clone();
+        }
+        serde_json::from_value(json).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_and_both_rope_theta_spellings() {
+        let c = parse("").unwrap();
+        assert_eq!((c.head_dim, c.rope_theta, c.tie_word_embeddings), (16, 10_000.0, false));
+        assert_eq!(parse(r#""rope_theta": 5e5, "rope_scaling": null"#).unwrap().rope_theta, 5e5);
+        let v5 = r#""rope_parameters": {"rope_theta": 1e6, "rope_type": "default"}"#;
+        assert_eq!(parse(v5).unwrap().rope_theta, 1e6);
+        assert_eq!(parse(r#""head_dim": 32"#).unwrap().head_dim, 32);
+    }
+
+    #[test]
+    fn family_switches() {
+        let qwen2 = parse(r#""model_type": "qwen2", "use_sliding_window": false, "sliding_window": 4096"#);
+        let qwen2 = qwen2.unwrap();
+        assert!(qwen2.attention_bias && !qwen2.o_bias() && !qwen2.qk_norm());
+        let llama = parse(r#""model_type": "llama", "attention_bias": true"#).unwrap();
+        assert!(llama.attention_bias && llama.o_bias() && !llama.qk_norm());
+        let qwen3 = parse("").unwrap();
+        assert!(!qwen3.attention_bias && qwen3.qk_norm());
+        assert_eq!(qwen3.group_size(), 2);
+    }
+
+    #[test]
+    fn unsupported_settings_are_refused_by_name() {
+        for (extra, needle) in [
+            (r#""model_type": "gpt2""#, "\"gpt2\" is not supported"),
+            (r#""rope_scaling": {"rope_type": "llama3", "factor": 32.0}"#, "RoPE scaling"),
+            (r#""rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6}"#, "yarn"),
+            (r#""use_sliding_window": true"#, "sliding-window"),
+            (r#""mlp_bias": true"#, "mlp_bias"),
+            (r#""hidden_act": "gelu""#, "gelu"),
+            (r#""num_key_value_heads": 3"#, "multiple"),
+            (r#""head_dim": 15"#, "even"),
+            (r#""vocab_size": 0"#, "vocab_size"),
+        ] {
+            let err = parse(extra).unwrap_err();
+            assert!(err.contains(needle), "{extra}: {err}");
+        }
     }
 }

@@ -78,10 +78,7 @@ impl From<Error> for trlvr::Error {
         match e {
             Error::Vocabulary { .. } => trlvr::Error::Vocabulary(e.to_string()),
             Error::Input(_) | Error::ContextTooLong { .. } => trlvr::Error::Shape(e.to_string()),
-            Error::Tokenizer(_) => trlvr::Error::Tokenizer {
-                path: PathBuf::new(),
-                message: e.to_string(),
-            },
+            Error::Tokenizer(_) => trlvr::Error::Tokenizer { path: PathBuf::new(), message: e.to_string() },
             _ => trlvr::Error::Config(e.to_string()),
         }
     }

@@ -25,9 +25,8 @@ impl Rope {
         let batch = positions.len();
         let seq = positions.first().map_or(0, Vec::len);
         let half = head_dim / 2;
-        let inv_freq: Vec<f64> = (0..half)
-            .map(|k| 1.0 / theta.powf((2 * k) as f64 / head_dim as f64))
-            .collect();
+        let inv_freq: Vec<f64> =
+            (0..half).map(|k| 1.0 / theta.powf((2 * k) as f64 / head_dim as f64)).collect();
         let mut cos = Vec::with_capacity(batch * seq * head_dim);
         let mut sin = Vec::with_capacity(batch * seq * head_dim);
         for row in positions {

@@ -1,0 +1,207 @@
+//! The decoder as a trlvr `Partner` / `Policy`: cached decoding equals a full forward,
+//! rows do not see each other, chunked prefill equals token-by-token, scoring matches
+//! transformers' logits, and gradients flow.
+
+mod common;
+
+use burn::prelude::*;
+use common::*;
+use trlvr::model::{Feed, Partner, Policy};
+use trlvr::token::TokenBatch;
+use trlvr_models::Decoder;
+
+const TOLERANCE: f32 = 1e-4;
+
+/// Next-token logits after the whole of `seq`, by a cache-free forward pass.
+fn full_last(model: &Decoder, seq: &[u32]) -> Tensor<2> {
+    let logits = model.forward(padded(&[seq.to_vec()], 0), &[seq.len()], None).unwrap();
+    let [_, t, v] = logits.dims();
+    logits.slice([0..1, t - 1..t, 0..v]).reshape([1, v])
+}
+
+fn row(t: &Tensor<2>, r: usize) -> Tensor<2> {
+    let [_, v] = t.dims();
+    t.clone().slice([r..r + 1, 0..v])
+}
+
+#[test]
+fn incremental_decode_equals_full_forward() {
+    for name in FIXTURES {
+        let model = load(name);
+        let prompts: [&[u32]; 2] = [&[5, 17, 200, 3], &[9, 8]];
+        let (mut session, first) = model.start(&prompts, 2).unwrap();
+        assert_eq!(first.dims(), [4, 256]);
+        let mut seqs: Vec<Vec<u32>> =
+            vec![prompts[0].to_vec(), prompts[0].to_vec(), prompts[1].to_vec(), prompts[1].to_vec()];
+        let mut worst = 0.0f32;
+        for (r, seq) in seqs.iter().enumerate() {
+            worst = worst.max(max_diff(row(&first, r), full_last(&model, seq)));
+        }
+        // Eight steps; each row gets its own token, and rows 1 and 3 get two at step 3.
+        for step in 0..8u32 {
+            let new: Vec<Vec<u32>> = (0..4u32)
+                .map(|r| {
+                    let t = (step * 31 + r * 7 + 11) % 256;
+                    if step == 3 && r % 2 == 1 { vec![t, (t + 1) % 256] } else { vec![t] }
+                })
+                .collect();
+            let feeds: Vec<Feed<'_>> =
+                new.iter().enumerate().map(|(r, t)| Feed { row: r, tokens: t }).collect();
+            let next = model.extend(&mut session, &feeds).unwrap();
+            for r in 0..4 {
+                seqs[r].extend(&new[r]);
+                assert_eq!(session.read(r), seqs[r].len());
+                worst = worst.max(max_diff(row(&next, r), full_last(&model, &seqs[r])));
+            }
+        }
+        eprintln!("{name}: max |cached - full| = {worst:.2e}");
+        assert!(worst < TOLERANCE, "{name}: {worst}");
+    }
+}
+
+#[test]
+fn a_row_does_not_depend_on_the_rest_of_the_batch() {
+    let model = load("qwen3-tiny-untied");
+    let prompts: [&[u32]; 3] = [&[1, 2, 3], &[4, 5, 6, 7, 8, 9], &[10]];
+    // Alone: only row 0 is fed.
+    let (mut alone, _) = model.start(&prompts, 1).unwrap();
+    let a = model.extend(&mut alone, &[Feed { row: 0, tokens: &[42, 43] }]).unwrap();
+    // Crowded: rows 2 and 1 are fed too, with more tokens, listed first.
+    let (mut crowded, _) = model.start(&prompts, 1).unwrap();
+    let b = model
+        .extend(
+            &mut crowded,
+            &[
+                Feed { row: 2, tokens: &[7, 7, 7, 7, 7] },
+                Feed { row: 1, tokens: &[99] },
+                Feed { row: 0, tokens: &[42, 43] },
+            ],
+        )
+        .unwrap();
+    let diff = max_diff(a, row(&b, 2));
+    eprintln!("alone vs crowded: {diff:.2e}");
+    assert!(diff < 1e-5);
+    // Starting alongside other prompts does not change a prompt's logits either.
+    let (_, solo) = model.start(&prompts[1..2], 1).unwrap();
+    let (_, all) = model.start(&prompts, 1).unwrap();
+    assert!(max_diff(solo, row(&all, 1)) < 1e-5);
+}
+
+#[test]
+fn chunked_prefill_equals_token_by_token() {
+    let model = load("llama-tiny");
+    let prompt: &[u32] = &[3, 1, 4, 1, 5];
+    let (mut chunked, _) = model.start(&[prompt], 1).unwrap();
+    let (mut single, _) = model.start(&[prompt], 1).unwrap();
+    let more = [9u32, 2, 6];
+    let c = model.extend(&mut chunked, &[Feed { row: 0, tokens: &more }]).unwrap();
+    let mut s = None;
+    for t in &more {
+        s = Some(model.extend(&mut single, &[Feed { row: 0, tokens: std::slice::from_ref(t) }]).unwrap());
+    }
+    let mut worst = max_diff(c, s.unwrap());
+    // The caches agree too: the next step is the same.
+    let c = model.extend(&mut chunked, &[Feed { row: 0, tokens: &[5] }]).unwrap();
+    let s = model.extend(&mut single, &[Feed { row: 0, tokens: &[5] }]).unwrap();
+    worst = worst.max(max_diff(c, s));
+    eprintln!("chunked vs token-by-token: {worst:.2e}");
+    assert!(worst < TOLERANCE);
+}
+
+#[test]
+fn score_matches_transformers_log_softmax() {
+    for name in FIXTURES {
+        let model = load(name);
+        let reference = reference(name);
+        let batch = TokenBatch::new(reference.tokens.clone(), 7).unwrap();
+        let temperature = 0.7f32;
+        let got = model.score(&batch, temperature).unwrap();
+        let [b, w] = got.dims();
+        let got = to_vec(got);
+        let mut worst = 0.0f32;
+        for r in 0..b {
+            for t in 0..w {
+                let want = if t == 0 || t >= reference.tokens[r].len() {
+                    0.0
+                } else {
+                    let logits: Vec<f64> = reference.logits[r][t - 1]
+                        .iter()
+                        .map(|&x| f64::from(x) / f64::from(temperature))
+                        .collect();
+                    let max = logits.iter().copied().fold(f64::MIN, f64::max);
+                    let lse = max + logits.iter().map(|x| (x - max).exp()).sum::<f64>().ln();
+                    (logits[reference.tokens[r][t] as usize] - lse) as f32
+                };
+                worst = worst.max((got[r * w + t] - want).abs());
+            }
+        }
+        eprintln!("{name}: max |score - transformers log-softmax| = {worst:.2e}");
+        assert!(worst < TOLERANCE);
+    }
+}
+
+#[test]
+fn log_probs_carry_gradients_to_the_weights() {
+    let device = device().autodiff();
+    let (model, _) = trlvr_models::load_hf_dir(fixture("qwen3-tiny-tied"), &device).unwrap();
+    let batch = TokenBatch::new(vec![vec![1, 2, 3, 4], vec![5, 6]], 0).unwrap();
+    let lp = model.log_probs(&batch, 1.0).unwrap();
+    let grads = lp.sum().backward();
+    let g = model.embed_tokens.weight.grad(&grads).expect("embedding has a gradient");
+    assert!(g.abs().sum().into_scalar::<f32>() > 0.0);
+    let g = model.layers[0].self_attn.q_norm.as_ref().unwrap().gamma.grad(&grads).expect("q_norm gradient");
+    assert!(g.abs().sum().into_scalar::<f32>() > 0.0);
+    // score records nothing.
+    assert!(!model.score(&batch, 1.0).unwrap().is_require_grad());
+}
+
+#[test]
+fn bad_inputs_are_errors_not_panics() {
+    let model = load("llama-tiny");
+    assert!(model.start(&[&[]], 1).is_err());
+    assert!(model.start(&[&[1]], 0).is_err());
+    assert!(matches!(model.start(&[&[1, 256]], 1), Err(trlvr::Error::Vocabulary(_))));
+    let long: Vec<u32> = vec![1; 129];
+    assert!(matches!(model.start(&[&long], 1), Err(trlvr::Error::Shape(_))));
+    let (mut session, _) = model.start(&[&[1, 2]], 2).unwrap();
+    assert!(model.extend(&mut session, &[Feed { row: 2, tokens: &[1] }]).is_err());
+    assert!(model.extend(&mut session, &[Feed { row: 0, tokens: &[] }]).is_err());
+    assert!(
+        model.extend(&mut session, &[Feed { row: 0, tokens: &[1] }, Feed { row: 0, tokens: &[2] }]).is_err()
+    );
+    // A failed extend leaves the session usable and unchanged.
+    let nearly: Vec<u32> = vec![3; 127];
+    assert!(model.extend(&mut session, &[Feed { row: 1, tokens: &nearly }]).is_err());
+    assert_eq!(session.read(1), 2);
+    assert!(model.extend(&mut session, &[Feed { row: 1, tokens: &[4] }]).is_ok());
+    // Nothing to feed, nothing to return.
+    assert_eq!(model.extend(&mut session, &[]).unwrap().dims(), [0, 256]);
+    // Another model's session is refused.
+    let bigram = trlvr::bigram::BigramLm::random(256, 1.0, &device());
+    let (mut foreign, _) = bigram.start(&[&[1]], 1).unwrap();
+    assert!(matches!(
+        model.extend(&mut foreign, &[Feed { row: 0, tokens: &[1] }]),
+        Err(trlvr::Error::ForeignSession { .. })
+    ));
+    // As a trait object.
+    let boxed: Box<dyn Partner> = Box::new(model);
+    assert_eq!(boxed.vocab_size(), 256);
+}
+
+#[test]
+fn an_adamw_step_on_log_probs_raises_them() {
+    use burn::optim::{AdamWConfig, GradientsParams};
+    let device = device().autodiff();
+    let (mut model, _) = trlvr_models::load_hf_dir(fixture("qwen3-tiny-untied"), &device).unwrap();
+    let batch = TokenBatch::new(vec![vec![1, 2, 3, 4, 5], vec![6, 7, 8]], 0).unwrap();
+    let mut optim = AdamWConfig::new().init();
+    let mut totals = Vec::new();
+    for _ in 0..3 {
+        let total = model.log_probs(&batch, 1.0).unwrap().sum();
+        totals.push(total.clone().into_scalar::<f32>());
+        let grads = GradientsParams::from_grads((-total).backward(), &model);
+        model = optim.step(1e-2, model, grads);
+    }
+    eprintln!("sum of log-probs over three steps: {totals:?}");
+    assert!(totals[2] > totals[0]);
+}
