@@ -204,24 +204,40 @@ impl<'m> RolloutEngine<'m> {
         let prompt_refs: Vec<&[TokenId]> = prompts.iter().map(Vec::as_slice).collect();
 
         loop {
-            let mut any = false;
-            for side in &mut sides {
-                let mine: Vec<usize> = (0..rows.len())
-                    .filter(|&i| rows[i].finish.is_none() && rows[i].handoff.author() == side.owner)
-                    .collect();
-                // Eager baseline: also read the rows the other model is writing.
-                let idle: Vec<usize> = if self.config.eager_catch_up {
-                    (0..rows.len()).filter(|&i| rows[i].finish.is_none() && !mine.contains(&i)).collect()
-                } else {
-                    Vec::new()
-                };
-                if mine.is_empty() && idle.is_empty() {
-                    continue;
+            // 1. Who writes next in each live row; the eager baseline also feeds the
+            //    other model's rows to each model.
+            let live: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].finish.is_none()).collect();
+            let mine = |owner: Owner| -> Vec<usize> {
+                live.iter().copied().filter(|&i| rows[i].handoff.author() == owner).collect()
+            };
+            let work: [(Vec<usize>, Vec<usize>); 2] = [Owner::Senior, Owner::Junior].map(|owner| {
+                let own = mine(owner);
+                let idle = if self.config.eager_catch_up { mine(owner.other()) } else { Vec::new() };
+                (own, idle)
+            });
+            if work.iter().all(|(own, _)| own.is_empty()) {
+                break;
+            }
+            // 2. Both models read and predict at once, on their own rows (two threads).
+            let [senior_side, junior_side] = &mut sides;
+            let [(s_own, s_idle), (j_own, j_idle)] = &work;
+            let (senior_out, junior_out) = std::thread::scope(|scope| {
+                let rows = &rows;
+                let senior = scope.spawn(|| senior_side.next_logits(&prompt_refs, g, rows, s_own, s_idle));
+                let junior = junior_side.next_logits(&prompt_refs, g, rows, j_own, j_idle);
+                (senior.join().expect("senior thread panicked"), junior)
+            });
+            // 3. Record what each model read, then sample each row's token and advance
+            //    its schedule.
+            let outs = [senior_out?, junior_out?];
+            for (side, (_, fed)) in sides.iter().zip(&outs) {
+                for &i in fed {
+                    rows[i].read[side.slot()] = rows[i].tokens.len();
                 }
-                any |= !mine.is_empty();
-                let logits = side.next_logits(&prompt_refs, g, &mut rows, &mine, &idle)?;
+            }
+            for ((side, (own, _)), (logits, _)) in sides.iter().zip(&work).zip(outs) {
                 let width = side.model.vocab_size();
-                for (k, &i) in mine.iter().enumerate() {
+                for (k, &i) in own.iter().enumerate() {
                     let row = &mut rows[i];
                     let row_logits = &logits[k * width..k * width + self.vocab];
                     let (token, log_prob) = self.config.sampling.sample(row_logits, &mut row.sampler)?;
@@ -236,9 +252,6 @@ impl<'m> RolloutEngine<'m> {
                         Next::Write(_) => None,
                     };
                 }
-            }
-            if !any {
-                break;
             }
         }
 
@@ -306,6 +319,9 @@ struct Row {
 }
 
 /// One model's side of the batch: its session, started on first use.
+///
+/// Each step both sides run at once on two threads (method: "running the two models
+/// concurrently"); a row's tokens do not depend on that timing.
 struct Side<'m> {
     model: &'m dyn Partner,
     owner: Owner,
@@ -326,18 +342,21 @@ impl<'m> Side<'m> {
         }
     }
 
-    /// Next-token logits for `mine` (host, `[mine.len() * model vocab]`): rows that have
-    /// unread tokens read them in one fused call (with the `idle` rows, which only read);
-    /// rows that have read everything (only right after the prompt) use the prefill's
-    /// logits. Marks every fed row as read.
+    /// Next-token logits for `mine` (host, `[mine.len() * model vocab]`) and the rows
+    /// that read tokens. Rows with unread tokens read them in one fused call (with the
+    /// `idle` rows, which only read); rows that have read everything (only right after
+    /// the prompt) use the prefill's logits. A model with nothing to do does nothing.
     fn next_logits(
         &mut self,
         prompts: &[&[TokenId]],
         g: usize,
-        rows: &mut [Row],
+        rows: &[Row],
         mine: &[usize],
         idle: &[usize],
-    ) -> Result<Vec<f32>> {
+    ) -> Result<(Vec<f32>, Vec<usize>)> {
+        if mine.is_empty() && idle.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
         let vocab = self.model.vocab_size();
         if self.session.is_none() {
             let (session, logits) = self.model.start(prompts, g)?;
@@ -369,10 +388,7 @@ impl<'m> Side<'m> {
                 out.extend_from_slice(&self.start_logits[i * vocab..(i + 1) * vocab]);
             }
         }
-        for &i in &fed_rows {
-            rows[i].read[slot] = rows[i].tokens.len();
-        }
-        Ok(out)
+        Ok((out, fed_rows))
     }
 }
 

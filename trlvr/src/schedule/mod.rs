@@ -63,7 +63,7 @@ pub trait HandoffSchedule: Send + Sync + Debug {
 }
 
 /// The per-row state of a [`HandoffSchedule`].
-pub trait HandoffState: Send + Debug {
+pub trait HandoffState: Send + Sync + Debug {
     /// Who writes the next token.
     fn author(&self) -> Owner;
     /// `token` (not an EOS id: the driver handles those) was just written by
