@@ -1,7 +1,10 @@
 //! `trlvr`: the command-line front end.
 
+mod generate;
 mod handoff;
+mod model;
 mod plugins;
+mod score;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -20,6 +23,10 @@ struct Cli {
 enum Command {
     /// Show who would write each token of a text under a handoff schedule.
     Handoff(handoff::Args),
+    /// Generate an answer with one model (HF directory or GGUF file).
+    Generate(generate::Args),
+    /// Teacher-forced log-probs and mean cross-entropy of texts under a model.
+    Score(score::Args),
     /// List the objectives, schedules and partners available, loading plugin libraries.
     Plugins(plugins::Args),
 }
@@ -28,5 +35,7 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Handoff(args) => handoff::run(&args),
         Command::Plugins(args) => plugins::run(&args),
+        Command::Generate(args) => generate::run(&args),
+        Command::Score(args) => score::run(&args),
     }
 }

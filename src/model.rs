@@ -1,0 +1,76 @@
+//! Loading a model for the command line: a Hugging Face directory or a GGUF file, with
+//! its tokenizer, EOS ids and chat template.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use burn::prelude::Device;
+use tokenizers::Tokenizer;
+use trlvr::prelude::*;
+use trlvr_models::{ChatTokenizer, Decoder, ModelConfig, ModelFamily};
+
+/// A model ready for generation and scoring.
+pub struct Loaded {
+    pub decoder: Decoder,
+    pub config: ModelConfig,
+    pub tokenizer: Tokenizer,
+    pub eos: Vec<TokenId>,
+}
+
+impl Loaded {
+    /// `path` is a directory in the Hugging Face layout or a `.gguf` file.
+    pub fn from_path(path: &Path, device: &Device) -> Result<Self> {
+        let (decoder, config, tokenizer, mut eos) = if path.is_dir() {
+            let (decoder, config) = trlvr_models::load_hf_dir(path, device)?;
+            let tokenizer_path = path.join("tokenizer.json");
+            let tokenizer = Tokenizer::from_file(&tokenizer_path)
+                .map_err(|e| anyhow::anyhow!("{e}"))
+                .with_context(|| format!("reading {}", tokenizer_path.display()))?;
+            let eos = trlvr_models::generation::eos_ids(path)?;
+            (decoder, config, tokenizer, eos)
+        } else if path.extension().is_some_and(|e| e == "gguf") {
+            let (decoder, config, tokenizer) = trlvr_models::load_gguf(path, device)?;
+            (decoder, config, tokenizer, Vec::new())
+        } else if path.exists() {
+            bail!("{}: expected a Hugging Face model directory or a .gguf file", path.display());
+        } else {
+            bail!("{}: no such model directory or file", path.display());
+        };
+        // The chat markers end a turn too.
+        for special in ["<|im_end|>", "<|endoftext|>", "</s>", "<|eot_id|>"] {
+            if let Some(id) = tokenizer.token_to_id(special) {
+                if !eos.contains(&id) {
+                    eos.push(id);
+                }
+            }
+        }
+        if eos.is_empty() {
+            bail!("{}: no EOS id found (generation_config.json or the tokenizer)", path.display());
+        }
+        Ok(Self { decoder, config, tokenizer, eos })
+    }
+
+    /// The prompt ids for one user message: the model's chat template (ChatML; Qwen3
+    /// with thinking off), or the raw text.
+    pub fn prompt(&self, message: &str, raw: bool) -> Result<Vec<TokenId>> {
+        let text = if raw || self.tokenizer.token_to_id("<|im_start|>").is_none() {
+            message.to_string()
+        } else if self.config.model_type == ModelFamily::Qwen3 {
+            ChatTokenizer::render_user_turn(message)
+        } else {
+            format!("<|im_start|>user\n{message}<|im_end|>\n<|im_start|>assistant\n")
+        };
+        self.encode(&text)
+    }
+
+    /// Token ids of `text`, special-token markers included as such.
+    pub fn encode(&self, text: &str) -> Result<Vec<TokenId>> {
+        let encoding = self.tokenizer.encode(text, false).map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(encoding.get_ids().to_vec())
+    }
+
+    /// Text of `ids`.
+    pub fn decode(&self, ids: &[TokenId]) -> Result<String> {
+        self.tokenizer.decode(ids, false).map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}
