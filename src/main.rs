@@ -5,6 +5,7 @@ mod handoff;
 mod model;
 mod plugins;
 mod score;
+mod verify;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -27,6 +28,8 @@ enum Command {
     Generate(generate::Args),
     /// Teacher-forced log-probs and mean cross-entropy of texts under a model.
     Score(score::Args),
+    /// Check answers against references with the math verifier.
+    Verify(verify::Args),
     /// List the objectives, schedules and partners available, loading plugin libraries.
     Plugins(plugins::Args),
 }
@@ -37,5 +40,6 @@ fn main() -> Result<()> {
         Command::Plugins(args) => plugins::run(&args),
         Command::Generate(args) => generate::run(&args),
         Command::Score(args) => score::run(&args),
+        Command::Verify(args) => verify::run(&args),
     }
 }

@@ -3,7 +3,7 @@
 //! Input: JSON lines, each `{"text": "..."}` (optionally `"prompt": "..."`: then only
 //! the text's tokens after the prompt are scored). Output: one JSON line per input with
 //! `tokens`, `mean_ce` (nats) and `log_probs`. A bad line gets an error line naming its
-//! number; the others are still scored.
+//! number; the others are still scored, and the command then fails.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -80,6 +80,9 @@ pub fn run(args: &Args) -> Result<()> {
     }
     scored += flush(&model, &mut pending, &mut out)?;
     eprintln!("scored {scored} texts, {failed} bad lines");
+    if failed > 0 {
+        anyhow::bail!("{failed} bad input lines (see the error lines above)");
+    }
     Ok(())
 }
 
