@@ -4,13 +4,15 @@
 //! the notations that do into one canonical spelling, so that the exact-match shortcut of
 //! [`crate::equivalent`] fires as often as possible and the parser sees a small dialect.
 //! It is applied repeatedly until nothing changes, which makes it idempotent by
-//! construction: `normalize(&normalize(s)) == normalize(s)`.
+//! construction: `normalize(&normalize(s)) == normalize(s)`. (Input nested so deeply that
+//! the rewrites do not settle within a few passes is returned trimmed but otherwise
+//! unchanged, which keeps that promise.)
 
 /// Inputs longer than this (in bytes, after trimming) are returned trimmed but otherwise
 /// untouched: no real answer is that long, and the rewriting passes are not free.
 pub const MAX_NORMALIZE_LEN: usize = 4096;
 
-/// Fixed-point iterations before giving up (every pass only shortens or canonicalises, so
+/// Fixed-point iterations before giving up (each pass unwraps one level of nesting, so
 /// real inputs settle in two or three).
 const MAX_PASSES: usize = 16;
 
@@ -37,11 +39,13 @@ pub fn normalize(input: &str) -> String {
     for _ in 0..MAX_PASSES {
         let next = pass(&cur);
         if next == cur {
-            break;
+            return cur;
         }
         cur = next;
     }
-    cur
+    // Pathological nesting that does not settle: give the input back (trimmed), which keeps
+    // `normalize` idempotent, as the same input never settles again.
+    trimmed.to_string()
 }
 
 /// One round of every rewrite.
@@ -51,15 +55,17 @@ fn pass(s: &str) -> String {
         .replace("^{\\circ}", "")
         .replace("^\\circ", "")
         .replace("{,}", ",")
+        .replace("\\$", "")
         .replace('$', "");
     let s = thousands_bang(&s);
     let s = commands(&s);
     let s = s.replace(['%', '~'], " ");
     let s = unbrace_scripts(&s);
     let s = s.replace(" or ", ",").replace(" and ", ",");
-    let s = spaces(&s);
-    let s = s.trim_end_matches(['.', ',', ';', ' ']).trim_start().to_string();
+    let s = s.trim().trim_end_matches(['.', ',', ';', ' ']).to_string();
     let s = strip_units(&s);
+    let s = spaces(&s);
+    let s = s.trim_end_matches(['.', ',', ';']).to_string();
     let s = choice_letter(&s);
     let s = thousands_plain(&s);
     mixed_slash(&s)
@@ -154,13 +160,27 @@ fn command_end(b: &[u8], i: usize) -> usize {
 /// Rewrites LaTeX commands: drops sizing and spacing, unwraps text-like wrappers, maps
 /// aliases to one spelling and braces the arguments of `\frac`, `\sqrt` and `\binom`.
 fn commands(s: &str) -> String {
+    commands_at(s, 0)
+}
+
+/// Groups nested deeper than this inside `\frac{..}` arguments are copied as they are.
+const MAX_ARG_NESTING: usize = 8;
+
+fn commands_at(s: &str, depth: usize) -> String {
     if !s.contains('\\') {
         return s.to_string();
     }
     let b = s.as_bytes();
     let mut out = String::with_capacity(s.len());
+    // Closing braces of unwrapped `\text{..}` groups, innermost last.
+    let mut drop_close: Vec<usize> = Vec::new();
     let mut i = 0;
     while i < b.len() {
+        if b[i] == b'}' && drop_close.last() == Some(&i) {
+            drop_close.pop();
+            i += 1;
+            continue;
+        }
         if b[i] != b'\\' {
             let c = s[i..].chars().next().unwrap_or(' ');
             out.push(c);
@@ -190,27 +210,24 @@ fn commands(s: &str) -> String {
         let name = &s[start..end];
         i = end;
         match name {
-            "left" | "right" | "bigl" | "bigr" | "Bigl" | "Bigr" | "big" | "Big" | "bigg"
-            | "Bigg" => {
+            "left" | "right" | "bigl" | "bigr" | "Bigl" | "Bigr" | "big" | "Big" | "bigg" | "Bigg" => {
                 if b.get(i) == Some(&b'.') {
                     i += 1;
                 }
             }
-            "displaystyle" | "textstyle" | "quad" | "qquad" | "limits" | "nolimits" => {
-                out.push(' ')
-            }
+            "displaystyle" | "textstyle" | "quad" | "qquad" | "limits" | "nolimits" => out.push(' '),
             "circ" | "degree" | "degrees" => {}
-            "dfrac" | "tfrac" | "cfrac" | "frac" => i = braced_args(s, i, 2, "\\frac", &mut out),
-            "dbinom" | "tbinom" | "binom" => i = braced_args(s, i, 2, "\\binom", &mut out),
+            "dfrac" | "tfrac" | "cfrac" | "frac" => i = braced_args(s, i, 2, "\\frac", &mut out, depth),
+            "dbinom" | "tbinom" | "binom" => i = braced_args(s, i, 2, "\\binom", &mut out, depth),
             "sqrt" => {
                 out.push_str("\\sqrt");
-                if b.get(i) == Some(&b'[') {
-                    if let Some(close) = s[i..].find(']') {
-                        out.push_str(&s[i..=i + close]);
-                        i += close + 1;
-                    }
+                if b.get(i) == Some(&b'[')
+                    && let Some(close) = s[i..].find(']')
+                {
+                    out.push_str(&s[i..=i + close]);
+                    i += close + 1;
                 }
-                i = braced_args(s, i, 1, "", &mut out);
+                i = braced_args(s, i, 1, "", &mut out, depth);
             }
             "leq" | "leqslant" | "le" => out.push_str("\\le "),
             "geq" | "geqslant" | "ge" => out.push_str("\\ge "),
@@ -222,36 +239,35 @@ fn commands(s: &str) -> String {
             "vert" | "lvert" | "rvert" | "mid" => out.push('|'),
             "ast" => out.push('*'),
             "inf" | "infin" => out.push_str("\\infty "),
-            "text" | "textbf" | "textit" | "textrm" | "textsf" | "textnormal" | "mathrm"
-            | "mathbf" | "mathit" | "mathsf" | "mbox" | "hbox" | "boxed" | "fbox" => {
+            "varnothing" => out.push_str("\\emptyset "),
+            "text" | "textbf" | "textit" | "textrm" | "textsf" | "textnormal" | "mathrm" | "mathbf"
+            | "mathit" | "mathsf" | "mbox" | "hbox" | "boxed" | "fbox" => {
                 let mut j = i;
                 while b.get(j) == Some(&b' ') {
                     j += 1;
                 }
-                if b.get(j) == Some(&b'{') {
-                    if let Some(close) = matching_brace(s, j) {
-                        out.push_str(&s[j + 1..close]);
-                        i = close + 1;
-                    }
+                if b.get(j) == Some(&b'{')
+                    && let Some(close) = matching_brace(s, j)
+                {
+                    // The content stays in the stream (so nested commands are rewritten in
+                    // this same pass); only the braces go.
+                    drop_close.push(close);
+                    i = j + 1;
                 }
             }
             "operatorname" => {
-                if b.get(i) == Some(&b'{') {
-                    if let Some(close) = matching_brace(s, i) {
-                        out.push('\\');
-                        out.push_str(s[i + 1..close].trim());
-                        out.push(' ');
-                        i = close + 1;
-                    }
+                if b.get(i) == Some(&b'{')
+                    && let Some(close) = matching_brace(s, i)
+                {
+                    out.push('\\');
+                    out.push_str(s[i + 1..close].trim());
+                    out.push(' ');
+                    i = close + 1;
                 }
             }
             _ => {
                 out.push('\\');
                 out.push_str(name);
-                // Keep a separating space when a letter follows (e.g. `\pi r`).
-                if b.get(i).is_some_and(u8::is_ascii_alphabetic) {
-                    out.push(' ');
-                }
             }
         }
     }
@@ -260,7 +276,7 @@ fn commands(s: &str) -> String {
 
 /// Writes `cmd` and then `n` arguments starting at `i`, bracing single-character (or
 /// single-command) arguments; returns the index after the last argument consumed.
-fn braced_args(s: &str, mut i: usize, n: usize, cmd: &str, out: &mut String) -> usize {
+fn braced_args(s: &str, mut i: usize, n: usize, cmd: &str, out: &mut String, depth: usize) -> usize {
     let b = s.as_bytes();
     out.push_str(cmd);
     for _ in 0..n {
@@ -269,6 +285,12 @@ fn braced_args(s: &str, mut i: usize, n: usize, cmd: &str, out: &mut String) -> 
         }
         match b.get(i) {
             Some(b'{') => match matching_brace(s, i) {
+                Some(close) if depth < MAX_ARG_NESTING => {
+                    out.push('{');
+                    out.push_str(&commands_at(&s[i + 1..close], depth + 1));
+                    out.push('}');
+                    i = close + 1;
+                }
                 Some(close) => {
                     out.push_str(&s[i..=close]);
                     i = close + 1;
@@ -325,7 +347,8 @@ fn unbrace_scripts(s: &str) -> String {
 }
 
 /// Collapses whitespace; keeps one space only between two alphanumeric characters (as in
-/// `\cot x`, `north east` or `1 000`), drops it elsewhere.
+/// `\cot x`, `north east` or `1 000`) and after a comma before a digit (`1, 234`), drops it
+/// elsewhere.
 fn spaces(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut pending = false;
@@ -335,8 +358,11 @@ fn spaces(s: &str) -> String {
             continue;
         }
         if pending {
-            let prev_alnum = out.chars().last().is_some_and(|p| p.is_alphanumeric());
-            if prev_alnum && c.is_alphanumeric() {
+            let prev = out.chars().last();
+            let prev_alnum = prev.is_some_and(|p| p.is_alphanumeric());
+            // `1, 234` is a list of two numbers, unlike `1,234`: keep that space.
+            let list_of_numbers = prev == Some(',') && c.is_ascii_digit();
+            if (prev_alnum && c.is_alphanumeric()) || list_of_numbers {
                 out.push(' ');
             }
             pending = false;
@@ -346,10 +372,17 @@ fn spaces(s: &str) -> String {
     out
 }
 
-/// Drops words after a number: `5 cm`, `12 dollars`, `x=5 apples`, `15 cm^2`, `10 sq units`.
+/// Two-letter words that are units; other two-letter words are products of variables.
+const SHORT_UNITS: &[&str] =
+    &["cm", "mm", "km", "kg", "mg", "ft", "yd", "mi", "in", "oz", "lb", "hr", "ml", "cc", "sq"];
+
+/// Drops words after a number: `5 cm`, `12 dollars`, `x=5 apples`, `15 cm^2`, `10 sq units`
+/// (up to four words of three or more letters or known two-letter units, after a digit, `}`, `)` or a command
+/// such as `\pi`).
 fn strip_units(s: &str) -> String {
     let mut cur = s;
-    loop {
+    let mut best = s;
+    for _ in 0..4 {
         let b = cur.as_bytes();
         let mut end = b.len();
         // An optional power on the unit: `^2`, `^{3}`.
@@ -360,49 +393,57 @@ fn strip_units(s: &str) -> String {
         while start > 0 && b[start - 1].is_ascii_alphabetic() {
             start -= 1;
         }
-        if end - start < 2 || start == 0 || b[start - 1] != b' ' {
-            return cur.to_string();
+        let word = &cur[start..end];
+        let unit_like = word.len() >= 3 || SHORT_UNITS.contains(&word);
+        if !unit_like || start == 0 || !b[start - 1].is_ascii_whitespace() {
+            break;
         }
-        let rest = cur[..start].trim_end();
-        let ok = rest
-            .as_bytes()
-            .last()
-            .is_some_and(|c| c.is_ascii_digit() || *c == b'}' || *c == b')');
-        if !ok {
-            return cur.to_string();
+        cur = cur[..start].trim_end();
+        let tail = cur.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        let after_command = tail.len() < cur.len() && tail.ends_with('\\');
+        let after_number = after_command
+            || cur.as_bytes().last().is_some_and(|c| c.is_ascii_digit() || *c == b'}' || *c == b')');
+        if after_number {
+            best = cur;
         }
-        cur = rest;
     }
+    best.to_string()
 }
 
-/// `(B)` to `B`: a parenthesised capital letter is a multiple-choice answer.
+/// `(B)` to `B`: a parenthesised capital letter is a multiple-choice answer; `(C) 12` (an
+/// option A to E followed by its content) is also just `C`.
 fn choice_letter(s: &str) -> String {
     let b = s.as_bytes();
-    if b.len() == 3 && b[0] == b'(' && b[1].is_ascii_uppercase() && b[2] == b')' {
-        return (b[1] as char).to_string();
+    if b.len() >= 3 && b[0] == b'(' && b[1].is_ascii_uppercase() && b[2] == b')' {
+        let rest = &b[3..];
+        let option_with_content =
+            (b'A'..=b'E').contains(&b[1]) && !matches!(rest.first(), Some(b'(' | b'^' | b'_' | b'\\'));
+        if rest.is_empty() || option_with_content {
+            return (b[1] as char).to_string();
+        }
     }
     s.to_string()
 }
 
-/// `1,000,000` (the whole answer, optionally signed and with decimals) to `1000000`.
+/// `1,000,000` or `1 000 000` (the whole answer, optionally signed and with decimals) to
+/// `1000000`.
 fn thousands_plain(s: &str) -> String {
     let body = s.strip_prefix('-').unwrap_or(s);
     let (int, frac) = match body.split_once('.') {
         Some((a, f)) => (a, Some(f)),
         None => (body, None),
     };
-    if !int.contains(',') || frac.is_some_and(|f| f.is_empty() || !f.bytes().all(|c| c.is_ascii_digit())) {
+    let Some(sep) = [',', ' '].into_iter().find(|c| int.contains(*c)) else {
+        return s.to_string();
+    };
+    if frac.is_some_and(|f| f.is_empty() || !f.bytes().all(|c| c.is_ascii_digit())) {
         return s.to_string();
     }
-    let groups: Vec<&str> = int.split(',').collect();
+    let groups: Vec<&str> = int.split(sep).collect();
     let first_ok = (1..=3).contains(&groups[0].len());
     let all_digits = groups.iter().all(|g| g.bytes().all(|c| c.is_ascii_digit()));
     let rest_ok = groups[1..].iter().all(|g| g.len() == 3);
-    if first_ok && all_digits && rest_ok {
-        s.replace(',', "")
-    } else {
-        s.to_string()
-    }
+    if first_ok && all_digits && rest_ok { s.replace(sep, "") } else { s.to_string() }
 }
 
 /// `2 1/2` (the whole answer) to the mixed number `2\frac{1}{2}`.
@@ -436,7 +477,9 @@ mod tests {
             (r"\$32,\!348", "32348"),
             (r"1{,}000", "1000"),
             ("58,500", "58500"),
-            ("1, 2", "1,2"),
+            ("1, 2", "1, 2"),
+            ("1, 234", "1, 234"),
+            ("1,234", "1234"),
             (r"864 \mbox{ inches}^2", "864"),
             (r"15\mbox{ cm}^2", "15"),
             (r"\frac{270}7\text{ degrees}", r"\frac{270}{7}"),
@@ -453,11 +496,12 @@ mod tests {
             (r"\cot x", r"\cot x"),
             (r"4210_{5}", "4210_5"),
             (r"x \in [-2,7]", r"x\in[-2,7]"),
-            (r"1 \text{ or } 2", "1,2"),
+            (r"1 \text{ or } 2", "1, 2"),
             ("12 dollars", "12"),
             (r"5.4 \text{ cents}", "5.4"),
             (r"x \le 3", r"x\le 3"),
             (r"\sqrt[3]{x}", r"\sqrt[3]{x}"),
+            (r"\frac{\sqrt2}{\dfrac12}", r"\frac{\sqrt{2}}{\frac{1}{2}}"),
             ("π", r"\pi"),
         ];
         for (input, want) in cases {
@@ -467,7 +511,8 @@ mod tests {
 
     #[test]
     fn idempotent_on_samples() {
-        for s in [r"\frac\frac12 3", r"\text{\text{a}}", "1,000,0", r"\sqrt\sqrt2"] {
+        let deep = format!("{}x{}", r"\text{".repeat(40), "}".repeat(40));
+        for s in [r"\frac\frac12 3", r"\text{\text{a}}", "1,000,0", r"\sqrt\sqrt2", &deep] {
             let once = normalize(s);
             assert_eq!(normalize(&once), once, "{s:?}");
         }

@@ -1,0 +1,230 @@
+//! Finding the final answer in a model response.
+//!
+//! Every search here is a linear scan (at most a few passes over the input), so a
+//! megabyte-long response costs milliseconds, and an answer is capped at
+//! [`MAX_ANSWER_BYTES`].
+
+use serde::{Deserialize, Serialize};
+
+/// Longest extracted answer, in bytes; longer candidates are rejected.
+pub const MAX_ANSWER_BYTES: usize = 4096;
+
+/// Longest input that [`Extraction::Bare`] (and the bare fall-back of
+/// [`Extraction::Math`]) accepts as an answer in its entirety.
+pub const MAX_BARE_BYTES: usize = 200;
+
+/// Where a dataset puts its answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Extraction {
+    /// MATH style: the last `\boxed{..}`/`\fbox{..}`, then the last "the answer is X" or
+    /// "final answer: X" phrase, then the whole input if it is a short single line.
+    #[default]
+    Math,
+    /// GSM8K style: the last `#### N`, then as [`Extraction::Math`] (without the bare
+    /// fall-back), then the last number in the text.
+    Gsm8k,
+    /// The whole input is the answer (surrounding `$..$`, `\(..\)`, `\[..\]` or a lone
+    /// `\boxed{..}` are removed). For reference answers.
+    Bare,
+}
+
+/// Extracts the answer from `response` the way `how` says; `None` when there is none.
+///
+/// ```
+/// use trlvr_verifiers::{Extraction, extract};
+///
+/// let r = r"So $x = \boxed{\frac{1}{2}}$. Done.";
+/// assert_eq!(extract(r, Extraction::Math).as_deref(), Some(r"\frac{1}{2}"));
+/// assert_eq!(extract("... so 18 in total.\n#### 18", Extraction::Gsm8k).as_deref(), Some("18"));
+/// assert_eq!(extract("The answer is 7.", Extraction::Math).as_deref(), Some("7"));
+/// assert_eq!(extract("I am not sure what to say here.", Extraction::Gsm8k), None);
+/// ```
+pub fn extract(response: &str, how: Extraction) -> Option<String> {
+    let found = match how {
+        Extraction::Math => boxed(response).or_else(|| phrase(response)).or_else(|| {
+            let short = response.len() <= MAX_BARE_BYTES && !response.contains("\\boxed");
+            bare(response).filter(|a| short && !a.contains('\n'))
+        }),
+        Extraction::Gsm8k => hashes(response)
+            .or_else(|| boxed(response))
+            .or_else(|| phrase(response))
+            .or_else(|| last_number(response)),
+        Extraction::Bare => bare(response),
+    }?;
+    let found = found.trim();
+    (!found.is_empty() && found.len() <= MAX_ANSWER_BYTES).then(|| found.to_string())
+}
+
+/// The content of the last well-formed `\boxed{..}`, `\boxed X` or `\fbox{..}`.
+pub fn boxed(s: &str) -> Option<String> {
+    // Try the last few occurrences only, so that a flood of broken boxes stays linear.
+    let mut end = s.len();
+    for _ in 0..8 {
+        let hay = &s[..end];
+        let at = [hay.rfind("\\boxed"), hay.rfind("\\fbox")].into_iter().flatten().max()?;
+        let name_len = if hay[at..].starts_with("\\boxed") { 6 } else { 5 };
+        if let Some(content) = box_content(&s[at + name_len..]) {
+            return Some(content);
+        }
+        end = at;
+    }
+    None
+}
+
+/// What follows a `\boxed` command: a braced group, or one space-separated token.
+fn box_content(rest: &str) -> Option<String> {
+    if let Some(inner) = rest.strip_prefix('{') {
+        let close = crate::normalize::matching_brace(rest, 0)?;
+        return Some(inner[..close - 1].to_string());
+    }
+    let token = rest.strip_prefix(' ')?.trim_start();
+    let end = token.find(|c: char| c.is_whitespace() || c == '$').unwrap_or(token.len());
+    let t = token[..end].trim_end_matches(['.', ',']);
+    (!t.is_empty()).then(|| t.to_string())
+}
+
+/// ASCII-case-insensitive last occurrence of `needle` (which must be lower case).
+fn rfind_ci(hay: &str, needle: &str) -> Option<usize> {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    if n.len() > h.len() {
+        return None;
+    }
+    (0..=h.len() - n.len()).rev().find(|&i| h[i..i + n.len()].eq_ignore_ascii_case(n))
+}
+
+const PHRASES: &[&str] = &["final answer is", "final answer:", "the answer is", "answer:"];
+
+/// The answer after the last "the answer is" / "final answer:" phrase.
+pub fn phrase(s: &str) -> Option<String> {
+    let (at, len) = PHRASES
+        .iter()
+        .filter_map(|p| rfind_ci(s, p).map(|i| (i, p.len())))
+        .max_by_key(|&(i, l)| (i + l, l))?;
+    let mut rest = s[at + len..].trim_start_matches([' ', ':', '\t']);
+    // Minerva style: "Final Answer: The final answer is $5$. I hope it is correct."
+    if let Some(i) = rfind_ci(rest, "i hope it is correct") {
+        rest = &rest[..i];
+    }
+    let rest = rest.trim_start();
+    let answer = if let Some(math) = rest.strip_prefix('$') {
+        let math = math.trim_start_matches('$');
+        &math[..math.find('$')?]
+    } else if let Some(math) = rest.strip_prefix("\\(") {
+        &math[..math.find("\\)")?]
+    } else if let Some(math) = rest.strip_prefix("\\[") {
+        &math[..math.find("\\]")?]
+    } else {
+        let line = rest.lines().next().unwrap_or("");
+        sentence(line)
+    };
+    let answer = answer.trim().trim_end_matches('.').trim();
+    (!answer.is_empty()).then(|| answer.to_string())
+}
+
+/// Cuts a line at its first sentence end (a period followed by a space or the end, that is
+/// not a decimal point).
+fn sentence(line: &str) -> &str {
+    let b = line.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        if c == b'.' && b.get(i + 1).is_none_or(|n| n.is_ascii_whitespace()) {
+            return &line[..i];
+        }
+    }
+    line
+}
+
+/// The rest of the line after the last `####`.
+pub fn hashes(s: &str) -> Option<String> {
+    let at = s.rfind("####")?;
+    let line = s[at + 4..].lines().next().unwrap_or("").trim();
+    (!line.is_empty()).then(|| line.to_string())
+}
+
+/// The last number in the text (`-1,234.5` style), without thousands separators.
+pub fn last_number(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut i = b.len();
+    while i > 0 && !b[i - 1].is_ascii_digit() {
+        i -= 1;
+    }
+    if i == 0 {
+        return None;
+    }
+    let end = i;
+    while i > 0
+        && (b[i - 1].is_ascii_digit()
+            || b[i - 1] == b'.'
+            || (b[i - 1] == b',' && i >= 2 && b[i - 2].is_ascii_digit()))
+    {
+        i -= 1;
+    }
+    if i > 0 && b[i - 1] == b'-' {
+        i -= 1;
+    }
+    let mut raw = &s[i..end];
+    // Commas are thousands separators only in groups of three (`1,234`); in `1,2,3` the
+    // last number is `3`.
+    let digits = raw.trim_start_matches('-');
+    let int_part = digits.split('.').next().unwrap_or("");
+    let groups: Vec<&str> = int_part.split(',').collect();
+    if groups.len() > 1 && (groups[0].len() > 3 || groups[1..].iter().any(|g| g.len() != 3)) {
+        raw = &raw[raw.rfind(',').map_or(0, |c| c + 1)..];
+    }
+    let n: String = raw.chars().filter(|&c| c != ',').collect();
+    let n = n.trim_start_matches('.').to_string();
+    (!n.is_empty()).then_some(n)
+}
+
+/// The whole input, without surrounding math delimiters or a lone box.
+pub fn bare(s: &str) -> Option<String> {
+    let mut t = s.trim();
+    loop {
+        let before = t;
+        for (open, close) in [("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")] {
+            if t.len() >= open.len() + close.len() && t.starts_with(open) && t.ends_with(close) {
+                t = t[open.len()..t.len() - close.len()].trim();
+            }
+        }
+        if let Some(rest) = t.strip_prefix("\\boxed")
+            && rest.starts_with('{')
+            && crate::normalize::matching_brace(rest, 0) == Some(rest.len() - 1)
+        {
+            t = rest[1..rest.len() - 1].trim();
+        }
+        if t == before {
+            break;
+        }
+    }
+    (!t.is_empty()).then(|| t.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boxes() {
+        assert_eq!(boxed(r"\boxed{\frac{1}{2}}").as_deref(), Some(r"\frac{1}{2}"));
+        assert_eq!(boxed(r"a \boxed{1} b \boxed{\{1,2\}}").as_deref(), Some(r"\{1,2\}"));
+        assert_eq!(boxed(r"\boxed 5$.").as_deref(), Some("5"));
+        assert_eq!(boxed(r"\fbox{7}").as_deref(), Some("7"));
+        assert_eq!(boxed(r"\boxed{2} then \boxed{3").as_deref(), Some("2"));
+        assert_eq!(boxed("nothing"), None);
+    }
+
+    #[test]
+    fn phrases_and_numbers() {
+        assert_eq!(
+            phrase("Final Answer: The final answer is $5$. I hope it is correct.").as_deref(),
+            Some("5")
+        );
+        assert_eq!(phrase("So the answer is 3.5 meters. Yes.").as_deref(), Some("3.5 meters"));
+        assert_eq!(phrase(r"the answer is \(x=2\)").as_deref(), Some("x=2"));
+        assert_eq!(last_number("costs $1,234.50 total").as_deref(), Some("1234.50"));
+        assert_eq!(last_number("it is -7.").as_deref(), Some("-7"));
+        assert_eq!(last_number("the numbers 1,2,3").as_deref(), Some("3"));
+        assert_eq!(last_number("-12,345 left").as_deref(), Some("-12345"));
+        assert_eq!(hashes("x\n#### 1,000\n").as_deref(), Some("1,000"));
+        assert_eq!(bare(r" $\boxed{4}$ ").as_deref(), Some("4"));
+    }
+}

@@ -1,0 +1,128 @@
+//! [`MathVerifier`], the reward function, and [`Verdict`], its explainable result.
+
+use serde::Serialize;
+use trlvr::verifier::{Reward, Verifier};
+
+use crate::equiv::equivalent_normalized;
+use crate::extract::{Extraction, boxed, extract};
+use crate::normalize::normalize;
+
+/// Everything one check found out, for logs and the command line (serialises to JSON).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// The answer extracted from the reference, if any.
+    pub gold: Option<String>,
+    /// The answer extracted from the response, if any.
+    pub pred: Option<String>,
+    /// The reference answer after normalisation.
+    pub gold_normalized: Option<String>,
+    /// The response's answer after normalisation.
+    pub pred_normalized: Option<String>,
+    /// Whether the two are equivalent.
+    pub equal: bool,
+    /// Why: `"equal"`, `"not equal"`, `"no answer found"` or `"no reference answer"`.
+    pub reason: &'static str,
+}
+
+/// Checks a response against a reference with the default extraction: the reference is
+/// taken whole ([`Extraction::Bare`]), the response MATH style ([`Extraction::Math`]).
+///
+/// ```
+/// use trlvr_verifiers::check;
+///
+/// let v = check(r"\frac{1}{2}", r"Thus $x = \boxed{0.5}$.");
+/// assert!(v.equal);
+/// assert_eq!(v.pred.as_deref(), Some("0.5"));
+/// assert_eq!(v.gold_normalized.as_deref(), Some(r"\frac{1}{2}"));
+/// ```
+pub fn check(gold: &str, pred: &str) -> Verdict {
+    MathVerifier::default().check(gold, pred)
+}
+
+/// The math verifier: extracts, normalises and compares (see the crate docs).
+///
+/// The reward is binary by default: `1.0` when the response's answer is equivalent to the
+/// reference, `0.0` otherwise. [`MathVerifier::with_format_reward`] adds a small reward
+/// for wrong answers that were at least given in a well-formed `\boxed{}`.
+///
+/// ```
+/// use trlvr::verifier::Verifier;
+/// use trlvr_verifiers::MathVerifier;
+///
+/// let v = MathVerifier::default().with_format_reward(0.1);
+/// assert_eq!(v.verify(r"so \boxed{42}", "42").value, 1.0);
+/// assert_eq!(v.verify(r"so \boxed{41}", "42").value, 0.1);
+/// assert_eq!(v.verify("so 41", "42").value, 0.0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MathVerifier {
+    response: Extraction,
+    reference: Extraction,
+    format_reward: f32,
+}
+
+impl Default for MathVerifier {
+    fn default() -> Self {
+        Self::new(Extraction::Math)
+    }
+}
+
+impl MathVerifier {
+    /// A verifier that extracts responses with `response` and takes references whole.
+    pub fn new(response: Extraction) -> Self {
+        Self { response, reference: Extraction::Bare, format_reward: 0.0 }
+    }
+
+    /// The GSM8K preset: `#### N` answers on both sides (so a full reference solution works
+    /// as well as a bare number).
+    pub fn gsm8k() -> Self {
+        Self::new(Extraction::Gsm8k).with_reference_extraction(Extraction::Gsm8k)
+    }
+
+    /// Sets how the reference answer is extracted (default [`Extraction::Bare`]).
+    #[must_use]
+    pub fn with_reference_extraction(mut self, how: Extraction) -> Self {
+        self.reference = how;
+        self
+    }
+
+    /// Gives `reward` (clamped to `[0, 1]`) to wrong answers written in a well-formed
+    /// `\boxed{..}`; correct answers still get `1.0`.
+    #[must_use]
+    pub fn with_format_reward(mut self, reward: f32) -> Self {
+        self.format_reward = if reward.is_finite() { reward.clamp(0.0, 1.0) } else { 0.0 };
+        self
+    }
+
+    /// Extracts, normalises and compares, keeping every intermediate form.
+    pub fn check(&self, gold: &str, pred: &str) -> Verdict {
+        let g = extract(gold, self.reference);
+        let p = extract(pred, self.response);
+        let gn = g.as_deref().map(normalize);
+        let pn = p.as_deref().map(normalize);
+        let (equal, reason) = match (&gn, &pn) {
+            (None, _) => (false, "no reference answer"),
+            (_, None) => (false, "no answer found"),
+            (Some(a), Some(b)) if equivalent_normalized(a, b) => (true, "equal"),
+            _ => (false, "not equal"),
+        };
+        Verdict { gold: g, pred: p, gold_normalized: gn, pred_normalized: pn, equal, reason }
+    }
+}
+
+impl Verifier for MathVerifier {
+    fn verify(&self, response: &str, reference: &str) -> Reward {
+        let v = self.check(reference, response);
+        if v.equal {
+            return Reward { value: 1.0, correct: true, reason: v.reason.into() };
+        }
+        if self.format_reward > 0.0 && boxed(response).is_some_and(|b| !b.trim().is_empty()) {
+            return Reward {
+                value: self.format_reward,
+                correct: false,
+                reason: format!("{} (well-formed boxed answer)", v.reason),
+            };
+        }
+        Reward { value: 0.0, correct: false, reason: v.reason.into() }
+    }
+}
