@@ -51,6 +51,7 @@ pub fn normalize(input: &str) -> String {
 /// One round of every rewrite.
 fn pass(s: &str) -> String {
     let s = unicode(s);
+    let s = trig_degrees(&s);
     let s = s
         .replace("^{\\circ}", "")
         .replace("^\\circ", "")
@@ -69,6 +70,43 @@ fn pass(s: &str) -> String {
     let s = choice_letter(&s);
     let s = thousands_plain(&s);
     mixed_slash(&s)
+}
+
+/// A trigonometric function of a number of degrees becomes a function of radians
+/// (`\sin 30^\circ` -> `\sin(30\pi/180)`), so that the degree sign can then be dropped
+/// everywhere else (`90^\circ` -> `90`).
+fn trig_degrees(s: &str) -> String {
+    const TRIG: [&str; 6] = ["\\sin", "\\cos", "\\tan", "\\sec", "\\csc", "\\cot"];
+    if !s.contains("circ") || !TRIG.iter().any(|t| s.contains(t)) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    let mut rest = s;
+    while let Some((at, name)) = TRIG.iter().filter_map(|t| rest.find(t).map(|i| (i, *t))).min() {
+        out.push_str(&rest[..at + name.len()]);
+        rest = &rest[at + name.len()..];
+        // `\sin 30^\circ`, `\sin(30^\circ)`, `\sin{30^{\circ}}`
+        let body = rest.trim_start();
+        let open = body.chars().next().filter(|c| *c == '(' || *c == '{');
+        let inner = if open.is_some() { &body[1..] } else { body };
+        let digits = inner.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(inner.len());
+        let after = &inner[digits..];
+        let degree = ["^\\circ", "^{\\circ}"].iter().find(|d| after.starts_with(**d));
+        if let (true, Some(d)) = (digits > 0, degree) {
+            let mut tail = &after[d.len()..];
+            if let Some(o) = open {
+                let close = if o == '(' { ')' } else { '}' };
+                match tail.strip_prefix(close) {
+                    Some(t) => tail = t,
+                    None => continue, // unbalanced: leave it alone
+                }
+            }
+            out.push_str(&format!("({}\\pi/180)", &inner[..digits]));
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Unicode math symbols to their LaTeX commands (followed by a space so that a letter
@@ -488,6 +526,9 @@ mod tests {
             (r"\dfrac{17}{50}", r"\frac{17}{50}"),
             (r"11\sqrt2", r"11\sqrt{2}"),
             (r"90^{\circ}", "90"),
+            (r"\sin 30^\circ", r"\sin(30\pi/180)"),
+            (r"\cos(60^{\circ}) + 30^\circ", r"\cos(60\pi/180)+30"),
+            (r"\tan{45^\circ", r"\tan{45"),
             (r"50\%", "50"),
             (r"\text{Evelyn}", "Evelyn"),
             (r"\textbf{(C)}", "C"),

@@ -228,9 +228,17 @@ fn symbolic_expressions() {
             ("p - q", "-(q - p)"),
             ("3R^2", "3 R^2"),
             (r"x^8 + x^7 + x^6 + x^5 + x^4 + x^3 + x^2 + x + 1", r"\frac{x^9 - 1}{x - 1}"),
+            // trigonometric values at standard angles, in radians and in degrees
+            (r"\frac{\sqrt{3}}{2}", r"\sin\frac{\pi}{3}"),
+            (r"\frac{\sqrt{3}}{2}", r"\sin 60^\circ"),
+            ("1", r"\tan(45^{\circ})"),
+            (r"\frac{1}{2}", r"\cos{60^\circ}"),
+            (r"-\frac{\sqrt{2}}{2}", r"\cos 135^\circ"),
         ],
         &[
             ("x^2 + 2x + 1", "(x-1)^2"),
+            (r"\frac{1}{2}", r"\cos 60"),
+            (r"\frac{\sqrt{3}}{2}", r"\sin 30^\circ"),
             ("2k", "2k+2"),
             ("x", "y"),
             ("3R^2", "3r^2"),
