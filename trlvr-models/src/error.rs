@@ -65,6 +65,14 @@ pub enum Error {
         /// `max_position_embeddings`.
         max: usize,
     },
+    /// A checkpoint file could not be written.
+    #[error("saving {path}: {message}")]
+    Save {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
     /// A tokenizer or chat template could not be loaded or applied.
     #[error("tokenizer: {0}")]
     Tokenizer(String),

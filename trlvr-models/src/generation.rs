@@ -47,7 +47,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("trlvr-gen-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         assert!(eos_ids(&dir).unwrap().is_empty());
-        std::fs::write(dir.join("generation_config.json"), r#"{"eos_token_id": [151645, 151643], "top_k": 20}"#).unwrap();
+        std::fs::write(
+            dir.join("generation_config.json"),
+            r#"{"eos_token_id": [151645, 151643], "top_k": 20}"#,
+        )
+        .unwrap();
         assert_eq!(eos_ids(&dir).unwrap(), vec![151645, 151643]);
         std::fs::write(dir.join("generation_config.json"), r#"{"eos_token_id": 2}"#).unwrap();
         assert_eq!(eos_ids(&dir).unwrap(), vec![2]);

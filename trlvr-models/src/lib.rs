@@ -13,6 +13,8 @@
 //! | rotary position embeddings (Hugging Face layout) | [`rope`] |
 //! | per-row KV caches and the attention mask | [`cache`] |
 //! | reading safetensors checkpoints (f32/bf16/f16, sharded) | [`load`] |
+//! | reading llama.cpp GGUF files (quantised weights, tokenizer) | [`gguf`] |
+//! | writing a checkpoint directory back out | [`save`] |
 //! | `trlvr::model::Partner` and `Policy` for [`Decoder`] | (trait impls) |
 //! | Qwen3 chat template for one user turn | [`chat`] |
 //!
@@ -57,13 +59,18 @@ pub mod chat;
 pub mod config;
 pub mod decoder;
 mod error;
+pub mod generation;
+pub mod gguf;
 pub mod load;
 mod partner;
 pub mod rope;
+pub mod save;
 
 pub use cache::{KvCache, RowCache};
 pub use chat::ChatTokenizer;
 pub use config::{ModelConfig, ModelFamily};
 pub use decoder::Decoder;
 pub use error::{Error, Result};
+pub use gguf::load_gguf;
 pub use load::load_hf_dir;
+pub use save::save_hf_dir;
