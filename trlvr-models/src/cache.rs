@@ -1,12 +1,20 @@
-//! Per-row key/value caches and the attention mask that goes with them.
+//! The batched key/value cache of a session and the attention mask that goes with it.
 //!
-//! Each row keeps its own keys and values (already rotated by RoPE), so rows of one
-//! session can hold different numbers of tokens and be extended independently. A forward
-//! pass over a set of rows pads their caches to the longest one and masks the padding.
+//! Every layer keeps one preallocated buffer of keys and one of values for all rows,
+//! `[rows, kv_heads, capacity, head_dim]`. Row `r` holds `len(r)` valid slots (keys
+//! already rotated by RoPE, so a slot never moves); rows may hold different numbers of
+//! tokens and the mask hides each row's slots past its own length. New keys and values
+//! are written in place at each row's length; the capacity doubles when a row runs out,
+//! so a decode step copies nothing but the new slots.
+
+use std::ops::Range;
 
 use burn::prelude::*;
 
-/// The keys and values of one row, for every layer.
+/// The smallest capacity a cache allocates, in slots.
+const MIN_CAPACITY: usize = 64;
+
+/// The keys and values of one row for every layer, as copied out by [`KvCache::row`].
 #[derive(Debug, Clone, Default)]
 pub struct RowCache {
     /// Per layer `(keys, values)`, each `[kv_heads, len, head_dim]`; empty while `len == 0`.
@@ -29,105 +37,219 @@ impl RowCache {
     pub fn layer(&self, layer: usize) -> Option<&(Tensor<3>, Tensor<3>)> {
         self.layers.get(layer)
     }
-
-    /// Appends `n` new keys and values to every layer.
-    ///
-    /// # Shapes
-    /// - `new[layer]`: `([kv_heads, n, head_dim], [kv_heads, n, head_dim])`
-    pub(crate) fn append(&mut self, new: Vec<(Tensor<3>, Tensor<3>)>, n: usize) {
-        if self.layers.is_empty() {
-            self.layers = new;
-        } else {
-            for ((k, v), (nk, nv)) in self.layers.iter_mut().zip(new) {
-                *k = Tensor::cat(vec![k.clone(), nk], 1);
-                *v = Tensor::cat(vec![v.clone(), nv], 1);
-            }
-        }
-        self.len += n;
-    }
 }
 
-/// The KV cache of a batch: one [`RowCache`] per batch row.
+/// The KV cache of a batch: per layer, keys and values of every row in one buffer.
 #[derive(Debug, Clone, Default)]
 pub struct KvCache {
-    /// The rows, in batch order.
-    pub rows: Vec<RowCache>,
+    /// Per layer `(keys, values)`, each `[rows, kv_heads, capacity, head_dim]`; empty
+    /// until the first forward pass.
+    layers: Vec<(Tensor<4>, Tensor<4>)>,
+    /// Valid slots per row.
+    lens: Vec<usize>,
+    /// Slots allocated per row.
+    capacity: usize,
 }
 
 impl KvCache {
     /// An empty cache for `rows` rows.
     pub fn new(rows: usize) -> Self {
-        Self { rows: vec![RowCache::default(); rows] }
+        Self { layers: Vec::new(), lens: vec![0; rows], capacity: 0 }
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.lens.len()
     }
 
     /// Each row's length.
     pub fn lengths(&self) -> Vec<usize> {
-        self.rows.iter().map(RowCache::len).collect()
+        self.lens.clone()
     }
 
-    /// Layer `layer`'s past keys and values for all rows, right-padded with zeros to
-    /// `width` (the longest row); `None` when every row is empty.
+    /// Slots allocated per row; grows by doubling.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// A copy of row `row`'s keys and values.
     ///
-    /// # Shapes
-    /// - returns `([batch, kv_heads, width, head_dim], [batch, kv_heads, width, head_dim])`
-    pub(crate) fn padded(
-        &self,
-        layer: usize,
-        width: usize,
+    /// # Panics
+    /// If `row` is out of range.
+    pub fn row(&self, row: usize) -> RowCache {
+        let len = self.lens[row];
+        if len == 0 {
+            return RowCache::default();
+        }
+        let take = |x: &Tensor<4>| {
+            let [_, kvh, _, hd] = x.dims();
+            x.clone().slice([row..row + 1, 0..kvh, 0..len, 0..hd]).squeeze_dim::<3>(0)
+        };
+        RowCache { layers: self.layers.iter().map(|(k, v)| (take(k), take(v))).collect(), len }
+    }
+
+    /// Makes every row hold at least `slots` slots, doubling the capacity as needed.
+    pub(crate) fn reserve(
+        &mut self,
+        slots: usize,
+        layers: usize,
         kv_heads: usize,
         head_dim: usize,
         device: &Device,
-    ) -> Option<(Tensor<4>, Tensor<4>)> {
-        if width == 0 {
-            return None;
+    ) {
+        if slots <= self.capacity && self.layers.len() == layers {
+            return;
         }
-        let pad = |t: Option<&Tensor<3>>, len: usize| -> Tensor<3> {
-            match t {
-                Some(t) if len == width => t.clone(),
-                Some(t) => {
-                    Tensor::cat(vec![t.clone(), Tensor::zeros([kv_heads, width - len, head_dim], device)], 1)
+        let capacity = slots.max(2 * self.capacity).max(MIN_CAPACITY);
+        let shape = [self.rows(), kv_heads, capacity, head_dim];
+        let old = std::mem::take(&mut self.layers);
+        let used = self.lens.iter().copied().max().unwrap_or(0);
+        let grow = |x: Option<Tensor<4>>| {
+            let fresh = Tensor::zeros(shape, device);
+            match x {
+                Some(x) if used > 0 => {
+                    let keep = x.slice([0..shape[0], 0..kv_heads, 0..used, 0..head_dim]);
+                    fresh.slice_assign([0..shape[0], 0..kv_heads, 0..used, 0..head_dim], keep)
                 }
-                None => Tensor::zeros([kv_heads, width, head_dim], device),
+                _ => fresh,
             }
         };
-        let (ks, vs) = self
-            .rows
-            .iter()
-            .map(|row| {
-                let kv = row.layer(layer);
-                (pad(kv.map(|p| &p.0), row.len), pad(kv.map(|p| &p.1), row.len))
+        let mut old = old.into_iter();
+        self.layers = (0..layers)
+            .map(|_| {
+                let (k, v) = old.next().unzip();
+                (grow(k), grow(v))
             })
-            .unzip();
-        Some((Tensor::stack(ks, 0), Tensor::stack(vs, 0)))
+            .collect();
+        self.capacity = capacity;
+    }
+
+    /// Writes layer `layer`'s new keys and values at each row's length and returns every
+    /// row's first `width` slots (views into the buffers, no copy).
+    ///
+    /// All `t` new slots of a row are written, padding included: slots past a row's
+    /// real tokens are masked now and overwritten by its next tokens. Call
+    /// [`Self::reserve`] for `max(len) + t` slots first.
+    ///
+    /// # Shapes
+    /// - `keys`, `values`: `[rows, kv_heads, t, head_dim]`
+    /// - returns `([rows, kv_heads, width, head_dim], same)`
+    pub(crate) fn write_and_read(
+        &mut self,
+        layer: usize,
+        keys: Tensor<4>,
+        values: Tensor<4>,
+        width: usize,
+    ) -> (Tensor<4>, Tensor<4>) {
+        let [b, kvh, t, hd] = keys.dims();
+        debug_assert_eq!(b, self.rows());
+        let (k_buf, v_buf) = &mut self.layers[layer];
+        let first = self.lens[0];
+        if self.lens.iter().all(|&p| p == first) {
+            // One write for the whole batch.
+            let at = [0..b, 0..kvh, first..first + t, 0..hd];
+            write(k_buf, at.clone(), keys);
+            write(v_buf, at, values);
+        } else {
+            for (r, &p) in self.lens.iter().enumerate() {
+                let from = [r..r + 1, 0..kvh, 0..t, 0..hd];
+                let at = [r..r + 1, 0..kvh, p..p + t, 0..hd];
+                write(k_buf, at.clone(), keys.clone().slice(from.clone()));
+                write(v_buf, at, values.clone().slice(from));
+            }
+        }
+        let view = [0..b, 0..kvh, 0..width, 0..hd];
+        (k_buf.clone().slice(view.clone()), v_buf.clone().slice(view))
+    }
+
+    /// Records that row `r` read `lengths[r]` more tokens.
+    pub(crate) fn advance(&mut self, lengths: &[usize]) {
+        for (len, n) in self.lens.iter_mut().zip(lengths) {
+            *len += n;
+        }
+    }
+
+    /// A cache of rows `rows` of this one, in that order, with room for at least
+    /// `slots` slots per row.
+    pub(crate) fn gather(&self, rows: &[usize], slots: usize) -> Self {
+        let lens: Vec<usize> = rows.iter().map(|&r| self.lens[r]).collect();
+        if self.layers.is_empty() {
+            return Self { layers: Vec::new(), lens, capacity: 0 };
+        }
+        let capacity = slots.min(self.capacity).max(lens.iter().copied().max().unwrap_or(0));
+        let take = |x: &Tensor<4>| {
+            let [_, kvh, _, hd] = x.dims();
+            let index: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
+            let index = Tensor::<1, Int>::from_data(TensorData::new(index, [rows.len()]), &x.device());
+            let x = x.clone().slice([0..self.rows(), 0..kvh, 0..capacity, 0..hd]);
+            x.select(0, index)
+        };
+        let layers = self.layers.iter().map(|(k, v)| (take(k), take(v))).collect();
+        Self { layers, lens, capacity }
+    }
+
+    /// Copies the slots `part` gained since it was gathered from rows `rows` back into
+    /// those rows, and their lengths.
+    pub(crate) fn scatter(&mut self, rows: &[usize], part: &Self) {
+        let [_, kvh, _, hd] = part.layers[0].0.dims();
+        let device = part.layers[0].0.device();
+        let slots = rows.iter().zip(&part.lens).map(|(_, &n)| n).max().unwrap_or(0);
+        self.reserve(slots, part.layers.len(), kvh, hd, &device);
+        for (i, &r) in rows.iter().enumerate() {
+            let (from, to) = (self.lens[r], part.lens[i]);
+            if to == from {
+                continue;
+            }
+            let src = [i..i + 1, 0..kvh, from..to, 0..hd];
+            let dst = [r..r + 1, 0..kvh, from..to, 0..hd];
+            for ((k_buf, v_buf), (k, v)) in self.layers.iter_mut().zip(&part.layers) {
+                write(k_buf, dst.clone(), k.clone().slice(src.clone()));
+                write(v_buf, dst.clone(), v.clone().slice(src.clone()));
+            }
+            self.lens[r] = to;
+        }
+    }
+
+    /// A cache whose row `i` is a copy of this one's row `rows[i]`.
+    pub(crate) fn repeat_rows(&self, rows: &[usize]) -> Self {
+        let slots = self.lens.iter().copied().max().unwrap_or(0);
+        self.gather(rows, slots.max(self.capacity))
     }
 }
 
-/// Which keys each query must not see, `true` = hidden.
+/// `buffer[at] = value`, in place when `buffer` is the only handle to its storage.
+fn write(buffer: &mut Tensor<4>, at: [Range<usize>; 4], value: Tensor<4>) {
+    let device = buffer.device();
+    let old = std::mem::replace(buffer, Tensor::empty([0, 0, 0, 0], &device));
+    *buffer = old.slice_assign(at, value);
+}
+
+/// Which key slots each query must not see, `true` = hidden.
 ///
-/// Keys are the `past_width` cached slots followed by the `new_width` new tokens. Row
-/// `r` sees its own `past[r]` cached keys and the new keys up to and including the
-/// query's own slot (causal). Padded keys (past the row's cache, or new slots past the
-/// row's length) are hidden from every real query; padded queries see at least the
-/// first new key, so no softmax row is empty.
+/// Queries are arranged as the attention lays them out: `group` query heads share a
+/// key/value head, and query `g * new + i` is new token `i` of head `g` in the group.
+/// Row `r`'s new token `i` sits at position `past[r] + i` and sees slots up to and
+/// including its own (causal); everything past it (later tokens, padding, stale slots)
+/// is hidden. Slot 0 is always visible, so no softmax row is empty.
 ///
 /// # Shapes
-/// - returns `[batch, 1, new_width, past_width + new_width]`
+/// - returns `[batch, 1, group * new, width]`
 pub fn attention_mask(
     past: &[usize],
-    past_width: usize,
-    new_width: usize,
+    group: usize,
+    new: usize,
+    width: usize,
     device: &Device,
 ) -> Tensor<4, Bool> {
-    let keys = past_width + new_width;
-    let mut hidden = Vec::with_capacity(past.len() * new_width * keys);
+    let mut hidden = Vec::with_capacity(past.len() * group * new * width);
     for &p in past {
-        for i in 0..new_width {
-            for j in 0..keys {
-                hidden.push(if j < past_width { j >= p } else { j - past_width > i });
+        for _ in 0..group {
+            for i in 0..new {
+                hidden.extend((0..width).map(|j| j > p + i));
             }
         }
     }
-    Tensor::from_data(TensorData::new(hidden, [past.len(), 1, new_width, keys]), device)
+    Tensor::from_data(TensorData::new(hidden, [past.len(), 1, group * new, width]), device)
 }
 
 #[cfg(test)]
@@ -135,18 +257,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mask_hides_padding_and_future() {
+    fn mask_hides_the_future_of_each_row() {
         let device = Device::default();
-        // Row 0 has 1 cached token of a 2-slot past; row 1 has 2.
-        let mask = attention_mask(&[1, 2], 2, 2, &device);
+        // Row 0 has 1 cached token, row 1 has 2; two new tokens each; 4 slots.
+        let mask = attention_mask(&[1, 2], 1, 2, 4, &device);
         let got: Vec<bool> = mask.into_data().try_to_vec().unwrap();
         #[rustfmt::skip]
         let want = vec![
-            false, true, false, true,
-            false, true, false, false,
+            false, false, true, true,
+            false, false, false, true,
             false, false, false, true,
             false, false, false, false,
         ];
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn writes_land_at_each_row_length_and_capacity_doubles() {
+        let device = Device::default();
+        let mut cache = KvCache::new(2);
+        let ones = |t| Tensor::<4>::ones([2, 1, t, 2], &device);
+        cache.reserve(3, 1, 1, 2, &device);
+        assert_eq!(cache.capacity(), MIN_CAPACITY);
+        cache.write_and_read(0, ones(3), ones(3) * 2.0, 3);
+        cache.advance(&[3, 1]);
+        // Row 1 writes at slot 1, row 0 at slot 3.
+        cache.reserve(MIN_CAPACITY + 1, 1, 1, 2, &device);
+        assert_eq!(cache.capacity(), 2 * MIN_CAPACITY);
+        let (k, _) = cache.write_and_read(0, ones(1) * 5.0, ones(1), 4);
+        let k: Vec<f32> = k.slice([0..2, 0..1, 0..4, 0..1]).into_data().try_to_vec().unwrap();
+        assert_eq!(k, vec![1.0, 1.0, 1.0, 5.0, 1.0, 5.0, 1.0, 0.0]);
+        cache.advance(&[1, 1]);
+        assert_eq!(cache.lengths(), vec![4, 2]);
+        assert_eq!(cache.row(1).len(), 2);
     }
 }

@@ -1,11 +1,13 @@
 //! [`Decoder`] as a [`Partner`] and [`Policy`]: prefill, per-row incremental decoding
 //! and teacher-forced scoring.
 //!
-//! A session's state is a [`KvCache`] with one [`crate::RowCache`] per row. `start`
-//! prefills each distinct prompt once and shares its cache among that prompt's copies
-//! (tensors are immutable, so sharing is a clone of handles). `extend` pulls the listed
-//! rows' caches into a small batch, runs one padded forward pass over their new tokens
-//! (rows may get different numbers) and puts the grown caches back.
+//! A session's state is one batched [`KvCache`] with a row per session row. `start`
+//! prefills each distinct prompt once and copies its slots to that prompt's rows.
+//! `extend` runs one padded forward pass over the fed rows' new tokens (rows may get
+//! different numbers): straight on the session's cache when the feeds are rows
+//! `0..n` in order (a decode step over every live row), otherwise on a gathered copy of
+//! the fed rows whose new slots are then written back. Only the last position of each
+//! row goes through the LM head.
 
 use std::collections::HashSet;
 
@@ -41,16 +43,21 @@ impl Decoder {
         Ok((ids, lengths))
     }
 
-    /// The logits at each row's last real position.
+    /// The logits at each row's last real position: the LM head on those positions only.
     ///
     /// # Shapes
-    /// - `logits`: `[batch, seq, vocab]` -> `[batch, vocab]`
-    fn last_logits(logits: Tensor<3>, lengths: &[usize]) -> Tensor<2> {
-        let [b, t, v] = logits.dims();
-        let device = logits.device();
-        let index: Vec<i64> = lengths.iter().enumerate().map(|(r, &n)| (r * t + n - 1) as i64).collect();
-        let index = Tensor::<1, Int>::from_data(TensorData::new(index, [lengths.len()]), &device);
-        logits.reshape([b * t, v]).select(0, index)
+    /// - `hidden`: `[batch, seq, hidden]` -> `[batch, vocab]`
+    fn last_logits(&self, hidden: Tensor<3>, lengths: &[usize]) -> Tensor<2> {
+        let [b, t, d] = hidden.dims();
+        let last = if t == 1 {
+            hidden
+        } else {
+            let device = hidden.device();
+            let index: Vec<i64> = lengths.iter().enumerate().map(|(r, &n)| (r * t + n - 1) as i64).collect();
+            let index = Tensor::<1, Int>::from_data(TensorData::new(index, [b]), &device);
+            hidden.reshape([b * t, d]).select(0, index).reshape([b, 1, d])
+        };
+        self.lm_head(last).reshape([b, self.config.vocab_size])
     }
 
     /// Full-sequence logits of a [`TokenBatch`].
@@ -84,16 +91,18 @@ impl Partner for Decoder {
         // 1. Prefill every prompt once, as one padded batch.
         let (ids, lengths) = self.padded_ids(prompts, &self.weights_device())?;
         let mut cache = KvCache::new(prompts.len());
-        let logits = self.forward(ids, &lengths, Some(&mut cache))?;
-        let last = Self::last_logits(logits, &lengths); // [prompts, vocab]
+        let hidden = self.hidden(ids, &lengths, Some(&mut cache))?;
+        let last = self.last_logits(hidden, &lengths); // [prompts, vocab]
+        if copies == 1 {
+            return Ok((Session::new(lengths, Box::new(cache)), last));
+        }
 
         // 2. Give each prompt `copies` rows, prompt-major.
         let owner: Vec<usize> = (0..prompts.len()).flat_map(|p| std::iter::repeat_n(p, copies)).collect();
         let index: Vec<i64> = owner.iter().map(|&p| p as i64).collect();
         let index = Tensor::<1, Int>::from_data(TensorData::new(index, [owner.len()]), &last.device());
-        let rows = owner.iter().map(|&p| cache.rows[p].clone()).collect();
         let read = owner.iter().map(|&p| lengths[p]).collect();
-        let session = Session::new(read, Box::new(KvCache { rows }));
+        let session = Session::new(read, Box::new(cache.repeat_rows(&owner)));
         Ok((session, last.select(0, index)))
     }
 
@@ -114,19 +123,25 @@ impl Partner for Decoder {
         let tokens: Vec<&[TokenId]> = feeds.iter().map(|f| f.tokens).collect();
         let (ids, lengths) = self.padded_ids(&tokens, &self.weights_device())?;
 
-        // 2. Borrow the fed rows' caches, run them as one batch, put them back.
+        // 2. Run the fed rows as one batch: in place when they are rows 0..n in order,
+        // else on a copy of their caches whose new slots are written back.
         let state = session.state_mut::<KvCache>()?;
-        let mut batch =
-            KvCache { rows: feeds.iter().map(|f| std::mem::take(&mut state.rows[f.row])).collect() };
-        let logits = self.forward(ids, &lengths, Some(&mut batch));
-        for (feed, row) in feeds.iter().zip(batch.rows) {
-            state.rows[feed.row] = row;
-        }
-        let logits = logits?;
+        let hidden = if feeds.len() == state.rows() && feeds.iter().enumerate().all(|(i, f)| f.row == i) {
+            self.hidden(ids, &lengths, Some(state))?
+        } else {
+            let rows: Vec<usize> = feeds.iter().map(|f| f.row).collect();
+            let width = lengths.iter().copied().max().unwrap_or(0);
+            let past = state.lengths();
+            let slots = rows.iter().map(|&r| past[r] + width).max().unwrap_or(0);
+            let mut part = state.gather(&rows, slots);
+            let hidden = self.hidden(ids, &lengths, Some(&mut part))?;
+            state.scatter(&rows, &part);
+            hidden
+        };
         for (feed, &n) in feeds.iter().zip(&lengths) {
             session.advance(feed.row, n);
         }
-        Ok(Self::last_logits(logits, &lengths))
+        Ok(self.last_logits(hidden, &lengths))
     }
 
     fn score(&self, batch: &TokenBatch, temperature: f32) -> trlvr::Result<Tensor<2>> {

@@ -1,0 +1,100 @@
+"""Reference for `cargo bench -p trlvr-models --bench decode`: the same shapes and loop
+in PyTorch + transformers on the CPU (2 threads).
+
+Random-init models from configs (a tiny Qwen3 and a SmolLM2-135M-shaped Llama); per
+case, one forward over `batch` prompts of 128 tokens (prefill), then 64 greedy steps of
+one token per row through `past_key_values`, argmax on the host. Prints a markdown
+table and, with `--json PATH`, writes `{case: {"prefill": tok/s, "decode": tok/s}}` for
+the Rust bench's `TRLVR_BENCH_REFERENCE`.
+
+    /work/venv-ref/bin/python scripts/bench_transformers.py --json /tmp/ref.json [FILTER]
+"""
+
+import argparse
+import inspect
+import json
+import time
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
+
+PROMPT = 128
+STEPS = 64
+
+
+def tiny_qwen3():
+    config = Qwen3Config(
+        vocab_size=4096, hidden_size=128, intermediate_size=384, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32, rms_norm_eps=1e-6,
+        rope_theta=1e6, tie_word_embeddings=True, max_position_embeddings=4096,
+    )
+    return Qwen3ForCausalLM(config)
+
+
+def smollm2_135m():
+    config = LlamaConfig(
+        vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+        num_attention_heads=9, num_key_value_heads=3, head_dim=64, rms_norm_eps=1e-5,
+        rope_theta=1e5, tie_word_embeddings=True, max_position_embeddings=8192,
+    )
+    return LlamaForCausalLM(config)
+
+
+# transformers 5 renamed `past_key_values` to `cache`; accept both.
+CACHE_ARG = "cache" if "cache" in inspect.signature(LlamaForCausalLM.forward).parameters else "past_key_values"
+
+
+def cache_of(out):
+    past = getattr(out, "cache", None)
+    return past if past is not None else out.past_key_values
+
+
+@torch.inference_mode()
+def run(model, batch):
+    vocab = model.config.vocab_size
+    ids = torch.tensor(
+        [[(i * 7919 + r * 104729 + 13) % vocab for i in range(PROMPT)] for r in range(batch)]
+    )
+    started = time.perf_counter()
+    out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+    nxt = out.logits[:, -1, :].numpy().argmax(-1)
+    prefill = time.perf_counter() - started
+    past = cache_of(out)
+    started = time.perf_counter()
+    for _ in range(STEPS):
+        ids = torch.from_numpy(nxt).reshape(batch, 1)
+        out = model(input_ids=ids, use_cache=True, logits_to_keep=1, **{CACHE_ARG: past})
+        past = cache_of(out)
+        nxt = out.logits[:, -1, :].numpy().argmax(-1)
+    decode = time.perf_counter() - started
+    return batch * PROMPT / prefill, batch * STEPS / decode
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("filter", nargs="?", default="")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    results = {}
+    print("| case | prefill tok/s | decode tok/s |")
+    print("|---|---:|---:|")
+    for name, make in [("qwen3-tiny", tiny_qwen3), ("smollm2-135m", smollm2_135m)]:
+        cases = [(f"{name} b{b}", b) for b in (1, 8) if args.filter in f"{name} b{b}"]
+        if not cases:
+            continue
+        model = make().eval()
+        with torch.inference_mode():
+            model(input_ids=torch.tensor([[1, 2, 3, 4]]))  # warm up
+        for case, batch in cases:
+            prefill, decode = run(model, batch)
+            results[case] = {"prefill": prefill, "decode": decode}
+            print(f"| {case} | {prefill:.0f} | {decode:.1f} |", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

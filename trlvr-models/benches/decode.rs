@@ -1,0 +1,317 @@
+//! Prefill and cached greedy decode throughput through the `Partner` API.
+//!
+//! Two randomly initialised shapes: a tiny Qwen3 and a SmolLM2-135M-shaped Llama. For
+//! each, at batch 1 and batch 8: `start` on 128-token prompts (prefill), then 64 steps
+//! of `extend` with one token per row, the next token picked by argmax on the host.
+//! Prints a markdown table. `scripts/bench_transformers.py` does the same with PyTorch;
+//! pass its JSON output as `TRLVR_BENCH_REFERENCE=path` to add ratio columns.
+//!
+//! `cargo bench -p trlvr-models --bench decode [-- FILTER]` runs the cases whose name
+//! contains `FILTER` (e.g. `smollm2`, `b8`); `--irregular` adds SmolLM2 decode rates
+//! for ragged feeds and for half the rows; `--profile` instead times the parts of one
+//! SmolLM2 decode step.
+#![allow(clippy::print_stdout, missing_docs)]
+
+use std::time::Instant;
+
+use burn::prelude::*;
+use trlvr::model::{Feed, Partner};
+use trlvr_models::{Decoder, ModelConfig};
+
+const PROMPT: usize = 128;
+const STEPS: usize = 64;
+
+fn tiny_qwen3() -> ModelConfig {
+    serde_json::from_str(
+        r#"{"model_type": "qwen3", "vocab_size": 4096, "hidden_size": 128,
+        "intermediate_size": 384, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "head_dim": 32, "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0, "tie_word_embeddings": true,
+        "max_position_embeddings": 4096}"#,
+    )
+    .unwrap()
+}
+
+fn smollm2_135m() -> ModelConfig {
+    serde_json::from_str(
+        r#"{"model_type": "llama", "vocab_size": 49152, "hidden_size": 576,
+        "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9,
+        "num_key_value_heads": 3, "head_dim": 64, "rms_norm_eps": 1e-5,
+        "rope_theta": 100000.0, "tie_word_embeddings": true,
+        "max_position_embeddings": 8192}"#,
+    )
+    .unwrap()
+}
+
+/// Row-wise argmax of `[rows, vocab]` logits, on the host.
+fn argmax(logits: Tensor<2>) -> Vec<u32> {
+    let [_, v] = logits.dims();
+    let data: Vec<f32> = logits.into_data().try_to_vec().unwrap();
+    data.chunks(v)
+        .map(|row| {
+            let mut best = 0;
+            for (i, &x) in row.iter().enumerate() {
+                if x > row[best] {
+                    best = i;
+                }
+            }
+            best as u32
+        })
+        .collect()
+}
+
+/// `(prefill tokens/s, decode tokens/s)` for `batch` prompts of `PROMPT` tokens.
+fn run(model: &Decoder, batch: usize) -> (f64, f64) {
+    let vocab = model.config().vocab_size as u32;
+    let prompts: Vec<Vec<u32>> = (0..batch as u32)
+        .map(|r| (0..PROMPT as u32).map(|i| (i * 7919 + r * 104_729 + 13) % vocab).collect())
+        .collect();
+    let prompt_refs: Vec<&[u32]> = prompts.iter().map(Vec::as_slice).collect();
+
+    let started = Instant::now();
+    let (mut session, logits) = model.start(&prompt_refs, 1).unwrap();
+    let mut next = argmax(logits);
+    let prefill = started.elapsed().as_secs_f64();
+
+    let started = Instant::now();
+    for _ in 0..STEPS {
+        let tokens: Vec<[u32; 1]> = next.iter().map(|&t| [t]).collect();
+        let feeds: Vec<Feed<'_>> =
+            tokens.iter().enumerate().map(|(row, t)| Feed { row, tokens: t }).collect();
+        next = argmax(model.extend(&mut session, &feeds).unwrap());
+    }
+    let decode = started.elapsed().as_secs_f64();
+    ((batch * PROMPT) as f64 / prefill, (batch * STEPS) as f64 / decode)
+}
+
+/// Times the parts of one decode step of `model` at batch `b` with `past` cached
+/// tokens, each part repeated over every layer, and prints a table.
+fn profile(model: &Decoder, b: usize, past: usize) {
+    use burn::tensor::activation::{silu, softmax};
+    let cfg = model.config().clone();
+    let device = Device::default();
+    let (h, kvh, hd, d) = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, cfg.hidden_size);
+    let g = h / kvh;
+    let x = Tensor::<3>::random([b, 1, d], burn::tensor::Distribution::Default, &device);
+    let cache = Tensor::<4>::random([b, kvh, past + 64, hd], burn::tensor::Distribution::Default, &device);
+    let mask =
+        Tensor::<4, Bool>::from_data(TensorData::new(vec![false; b * g * past], [b, 1, g, past]), &device);
+    let rope = trlvr_models::rope::Rope::new(&vec![vec![past]; b], hd, cfg.rope_theta, &device);
+    let mut rows = Vec::new();
+    let mut time = |name: &str, f: &mut dyn FnMut()| {
+        f();
+        let started = Instant::now();
+        for _ in 0..3 {
+            f();
+        }
+        rows.push((name.to_string(), started.elapsed().as_secs_f64() / 3.0 * 1e3));
+    };
+    let layers = &model.layers;
+    // The decoder's few-row projection: (Wᵀ xᵀ)ᵀ.
+    let proj = |layer: &burn::nn::Linear, x: Tensor<3>| {
+        let [b, t, d] = x.dims();
+        layer.weight.val().transpose().matmul(x.reshape([b * t, d]).transpose()).transpose()
+    };
+    time("rms norms (2/layer)", &mut || {
+        for l in layers {
+            let _ = l.input_layernorm.forward(x.clone());
+            let _ = l.post_attention_layernorm.forward(x.clone());
+        }
+    });
+    time("q/k/v projections", &mut || {
+        for l in layers {
+            let _ = proj(&l.self_attn.q_proj, x.clone());
+            let _ = proj(&l.self_attn.k_proj, x.clone());
+            let _ = proj(&l.self_attn.v_proj, x.clone());
+        }
+    });
+    time("rope (q and k)", &mut || {
+        for _ in layers {
+            let _ = rope.apply(x.clone().reshape([b, 1, h, hd]).swap_dims(1, 2));
+            let _ = rope
+                .apply(x.clone().slice([0..b, 0..1, 0..kvh * hd]).reshape([b, 1, kvh, hd]).swap_dims(1, 2));
+        }
+    });
+    let mut buffers: Vec<Tensor<4>> = layers.iter().map(|_| cache.clone() + 0.0).collect();
+    time("cache writes (k, v; per row)", &mut || {
+        for buf in buffers.iter_mut() {
+            for r in 0..b {
+                for _ in 0..2 {
+                    let value = Tensor::<4>::zeros([1, kvh, 1, hd], &device);
+                    let old = std::mem::replace(buf, Tensor::empty([0, 0, 0, 0], &device));
+                    *buf = old.slice_assign([r..r + 1, 0..kvh, past..past + 1, 0..hd], value);
+                }
+            }
+        }
+    });
+    time("attention core", &mut || {
+        for _ in layers {
+            let q = x.clone().slice([0..b, 0..1, 0..h * hd]).reshape([b, kvh, g, hd]);
+            let keys = cache.clone().slice([0..b, 0..kvh, 0..past, 0..hd]);
+            let scores = q.matmul(keys.clone().swap_dims(2, 3));
+            let scores = scores.mask_fill(mask.clone().expand([b, kvh, g, past]), f32::NEG_INFINITY);
+            let _ = softmax(scores, 3).matmul(keys);
+        }
+    });
+    time("o projection", &mut || {
+        for l in layers {
+            let _ = proj(&l.self_attn.o_proj, x.clone().slice([0..b, 0..1, 0..h * hd]));
+        }
+    });
+    time("mlp", &mut || {
+        for l in layers {
+            let _ = l.mlp.forward(x.clone());
+        }
+    });
+    time("mlp down only", &mut || {
+        let y = Tensor::<3>::zeros([b, 1, cfg.intermediate_size], &device);
+        for l in layers {
+            let _ = proj(&l.mlp.down_proj, y.clone());
+        }
+    });
+    let x2 = x.clone().reshape([b, d]);
+    time("mlp gate+up (W^T x^T)", &mut || {
+        for l in layers {
+            let gw = l.mlp.gate_proj.weight.val();
+            let uw = l.mlp.up_proj.weight.val();
+            let _ = gw.transpose().matmul(x2.clone().transpose()).transpose();
+            let _ = uw.transpose().matmul(x2.clone().transpose()).transpose();
+        }
+    });
+    time("silu * up (elementwise)", &mut || {
+        let y = Tensor::<2>::zeros([b, cfg.intermediate_size], &device);
+        for _ in layers {
+            let _ = silu(y.clone()) * y.clone();
+        }
+    });
+    time("residual adds (2/layer)", &mut || {
+        for _ in layers {
+            let _ = x.clone() + x.clone();
+            let _ = x.clone() + x.clone();
+        }
+    });
+    time("lm head as E x^T", &mut || {
+        let _ = model.embed_tokens.weight.val().matmul(x2.clone().transpose()).transpose();
+    });
+    let total: f64 = rows.iter().map(|r| r.1).sum();
+    println!("\n| part of one decode step (b{b}, {past} cached) | ms | share |");
+    println!("|---|---:|---:|");
+    for (name, ms) in rows {
+        println!("| {name} | {ms:.2} | {:.0}% |", 100.0 * ms / total);
+    }
+}
+
+/// `x · W` against `(Wᵀ · xᵀ)ᵀ` for the MLP's gate at several row counts.
+fn flip_threshold(model: &Decoder) {
+    let device = Device::default();
+    let ws: Vec<Tensor<2>> = model.layers.iter().map(|l| l.mlp.gate_proj.weight.val()).collect();
+    let [d, _] = ws[0].dims();
+    println!("\n| rows | x W ms | (W^T x^T)^T ms | contiguous x^T ms |");
+    println!("|---:|---:|---:|---:|");
+    for m in [1, 4, 8, 16, 32, 64, 128, 256] {
+        let x = Tensor::<2>::random([m, d], burn::tensor::Distribution::Default, &device);
+        let mut ms = [0.0; 3];
+        for (i, slot) in ms.iter_mut().enumerate() {
+            let run = || {
+                for w in &ws {
+                    let _ = match i {
+                        0 => x.clone().matmul(w.clone()),
+                        1 => w.clone().transpose().matmul(x.clone().transpose()).transpose(),
+                        _ => w.clone().transpose().matmul(x.clone().transpose() + 0.0).transpose(),
+                    };
+                }
+            };
+            run();
+            let started = Instant::now();
+            run();
+            run();
+            *slot = started.elapsed().as_secs_f64() * 1e3 / (2.0 * ws.len() as f64);
+        }
+        println!("| {m} | {:.3} | {:.3} | {:.3} |", ms[0], ms[1], ms[2]);
+    }
+}
+
+/// Decode tokens/s at batch 8 for two irregular feed patterns, `STEPS / 4` calls each:
+/// ragged (row `r` reads `r + 1` tokens per call) and every other row only.
+fn irregular(model: &Decoder) -> (f64, f64) {
+    let vocab = model.config().vocab_size as u32;
+    let prompts: Vec<Vec<u32>> =
+        (0..8u32).map(|r| (0..PROMPT as u32).map(|i| (i * 31 + r * 17 + 5) % vocab).collect()).collect();
+    let prompt_refs: Vec<&[u32]> = prompts.iter().map(Vec::as_slice).collect();
+    let mut rates = [0.0; 2];
+    for (case, rate) in rates.iter_mut().enumerate() {
+        let (mut session, _) = model.start(&prompt_refs, 1).unwrap();
+        let started = Instant::now();
+        let mut read = 0;
+        for step in 0..STEPS / 4 {
+            let tokens: Vec<Vec<u32>> = (0..8u32)
+                .map(|r| {
+                    (0..if case == 0 { r + 1 } else { 1 })
+                        .map(|i| (step as u32 * 13 + r + i) % vocab)
+                        .collect()
+                })
+                .collect();
+            let feeds: Vec<Feed<'_>> = tokens
+                .iter()
+                .enumerate()
+                .filter(|(row, _)| case == 0 || row % 2 == 1)
+                .map(|(row, t)| Feed { row, tokens: t })
+                .collect();
+            read += feeds.iter().map(|f| f.tokens.len()).sum::<usize>();
+            let _ = argmax(model.extend(&mut session, &feeds).unwrap());
+        }
+        *rate = read as f64 / started.elapsed().as_secs_f64();
+    }
+    (rates[0], rates[1])
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--profile") {
+        let model = smollm2_135m().init(&Device::default());
+        flip_threshold(&model);
+        profile(&model, 8, 160);
+        profile(&model, 1, 160);
+        return;
+    }
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-')).unwrap_or_default();
+    let reference: Option<serde_json::Value> = std::env::var("TRLVR_BENCH_REFERENCE")
+        .ok()
+        .map(|path| serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap());
+    let device = Device::default();
+
+    println!("| case | prefill tok/s | decode tok/s | prefill vs torch | decode vs torch |");
+    println!("|---|---:|---:|---:|---:|");
+    for (name, config) in [("qwen3-tiny", tiny_qwen3()), ("smollm2-135m", smollm2_135m())] {
+        let cases: Vec<(String, usize)> = [1, 8]
+            .iter()
+            .map(|&b| (format!("{name} b{b}"), b))
+            .filter(|(c, _)| c.contains(&filter))
+            .collect();
+        let irregular_too = name == "smollm2-135m" && std::env::args().any(|a| a == "--irregular");
+        if cases.is_empty() && !irregular_too {
+            continue;
+        }
+        let model = config.init(&device);
+        // Warm up: first touches of the weights and the allocator.
+        let _ = model.start(&[&[1, 2, 3, 4]], 1).unwrap().1.into_data();
+        if irregular_too {
+            let (ragged, odd) = irregular(&model);
+            println!("| {name} b8 ragged feeds (1..8 tokens) | - | {ragged:.1} | - | - |");
+            println!("| {name} b8 odd rows only | - | {odd:.1} | - | - |");
+        }
+        for (case, batch) in cases {
+            let (prefill, decode) = run(&model, batch);
+            let ratio = |key: &str, ours: f64| {
+                reference
+                    .as_ref()
+                    .and_then(|r| r[&case][key].as_f64())
+                    .map_or("-".to_string(), |theirs| format!("{:.2}x", ours / theirs))
+            };
+            println!(
+                "| {case} | {prefill:.0} | {decode:.1} | {} | {} |",
+                ratio("prefill", prefill),
+                ratio("decode", decode)
+            );
+        }
+    }
+}
