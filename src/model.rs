@@ -38,10 +38,10 @@ impl Loaded {
         };
         // The chat markers end a turn too.
         for special in ["<|im_end|>", "<|endoftext|>", "</s>", "<|eot_id|>"] {
-            if let Some(id) = tokenizer.token_to_id(special) {
-                if !eos.contains(&id) {
-                    eos.push(id);
-                }
+            if let Some(id) = tokenizer.token_to_id(special)
+                && !eos.contains(&id)
+            {
+                eos.push(id);
             }
         }
         if eos.is_empty() {
