@@ -2,6 +2,7 @@
 
 mod generate;
 mod handoff;
+mod input;
 mod model;
 mod plugins;
 mod score;

@@ -51,13 +51,7 @@ struct Item {
 pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device)?;
     let model = Loaded::from_path(&args.model, &device)?;
-    let reader: Box<dyn BufRead> = if args.input.as_os_str() == "-" {
-        Box::new(std::io::stdin().lock())
-    } else {
-        Box::new(std::io::BufReader::new(
-            std::fs::File::open(&args.input).with_context(|| format!("opening {}", args.input.display()))?,
-        ))
-    };
+    let reader = crate::input::open(&args.input)?;
     let mut out = std::io::stdout().lock();
     let mut pending = Vec::new();
     let (mut scored, mut failed) = (0usize, 0usize);

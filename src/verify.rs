@@ -45,13 +45,7 @@ pub fn run(args: &Args) -> Result<()> {
         Dataset::Math => MathVerifier::new(Extraction::Math),
         Dataset::Gsm8k => MathVerifier::gsm8k(),
     };
-    let reader: Box<dyn BufRead> = if args.input.as_os_str() == "-" {
-        Box::new(std::io::stdin().lock())
-    } else {
-        Box::new(std::io::BufReader::new(
-            std::fs::File::open(&args.input).with_context(|| format!("opening {}", args.input.display()))?,
-        ))
-    };
+    let reader = crate::input::open(&args.input)?;
     let mut out = std::io::stdout().lock();
     let (mut equal, mut checked, mut bad) = (0usize, 0usize, 0usize);
     let start = std::time::Instant::now();
