@@ -10,6 +10,7 @@
 use std::ops::Range;
 
 use burn::prelude::*;
+use burn::tensor::IndexingUpdateOp;
 
 /// The smallest capacity a cache allocates, in slots.
 const MIN_CAPACITY: usize = 64;
@@ -151,12 +152,17 @@ impl KvCache {
             write(k_buf, at.clone(), keys);
             write(v_buf, at, values);
         } else {
-            for (r, &p) in self.lens.iter().enumerate() {
-                let from = [r..r + 1, 0..kvh, 0..t, 0..hd];
-                let at = [r..r + 1, 0..kvh, p..p + t, 0..hd];
-                write(k_buf, at.clone(), keys.clone().slice(from.clone()));
-                write(v_buf, at, values.clone().slice(from));
-            }
+            // Rows of different lengths: one indexed write over the flattened slots.
+            let cap = self.capacity;
+            let index: Vec<i64> = (0..b)
+                .flat_map(|r| {
+                    let p = self.lens[r];
+                    (0..kvh).flat_map(move |h| (0..t).map(move |i| ((r * kvh + h) * cap + p + i) as i64))
+                })
+                .collect();
+            let index = Tensor::<1, Int>::from_data(TensorData::new(index, [b * kvh * t]), &keys.device());
+            write_slots(k_buf, index.clone(), keys);
+            write_slots(v_buf, index, values);
         }
         let view = [0..b, 0..kvh, 0..width, 0..hd];
         (k_buf.clone().slice(view.clone()), v_buf.clone().slice(view))
@@ -188,28 +194,6 @@ impl KvCache {
         Self { layers, lens, capacity }
     }
 
-    /// Copies the slots `part` gained since it was gathered from rows `rows` back into
-    /// those rows, and their lengths.
-    pub(crate) fn scatter(&mut self, rows: &[usize], part: &Self) {
-        let [_, kvh, _, hd] = part.layers[0].0.dims();
-        let device = part.layers[0].0.device();
-        let slots = rows.iter().zip(&part.lens).map(|(_, &n)| n).max().unwrap_or(0);
-        self.reserve(slots, part.layers.len(), kvh, hd, &device);
-        for (i, &r) in rows.iter().enumerate() {
-            let (from, to) = (self.lens[r], part.lens[i]);
-            if to == from {
-                continue;
-            }
-            let src = [i..i + 1, 0..kvh, from..to, 0..hd];
-            let dst = [r..r + 1, 0..kvh, from..to, 0..hd];
-            for ((k_buf, v_buf), (k, v)) in self.layers.iter_mut().zip(&part.layers) {
-                write(k_buf, dst.clone(), k.clone().slice(src.clone()));
-                write(v_buf, dst.clone(), v.clone().slice(src.clone()));
-            }
-            self.lens[r] = to;
-        }
-    }
-
     /// A cache whose row `i` is a copy of this one's row `rows[i]`.
     pub(crate) fn repeat_rows(&self, rows: &[usize]) -> Self {
         let slots = self.lens.iter().copied().max().unwrap_or(0);
@@ -222,6 +206,22 @@ fn write(buffer: &mut Tensor<4>, at: [Range<usize>; 4], value: Tensor<4>) {
     let device = buffer.device();
     let old = std::mem::replace(buffer, Tensor::empty([0, 0, 0, 0], &device));
     *buffer = old.slice_assign(at, value);
+}
+
+/// `buffer[.., slot, ..] = value` for the flattened `(row, head, slot)` slots in `index`,
+/// in one operation.
+///
+/// # Shapes
+/// - `buffer`: `[rows, kv_heads, capacity, head_dim]`; `value`: `[rows, kv_heads, t, head_dim]`
+/// - `index`: `[rows * kv_heads * t]`, unique
+fn write_slots(buffer: &mut Tensor<4>, index: Tensor<1, Int>, value: Tensor<4>) {
+    let [b, kvh, cap, hd] = buffer.dims();
+    let [_, _, t, _] = value.dims();
+    let device = buffer.device();
+    let old = std::mem::replace(buffer, Tensor::empty([0, 0, 0, 0], &device));
+    let flat = old.reshape([b * kvh * cap, hd]);
+    let value = value.reshape([b * kvh * t, hd]);
+    *buffer = flat.select_assign(0, index, value, IndexingUpdateOp::Assign).reshape([b, kvh, cap, hd]);
 }
 
 /// Which key slots each query must not see, `true` = hidden.

@@ -178,7 +178,9 @@ impl Packing {
         for (r, &n) in lengths.iter().enumerate() {
             let first = pack.len();
             pack.extend((0..n).map(|i| (r * seq + i) as i64));
-            unpack.extend((0..seq).map(|i| (first + i.min(n.saturating_sub(1))) as i64));
+            // A row without tokens points at token 0: its outputs are never read.
+            let last = if n == 0 { 0 } else { first + n - 1 };
+            unpack.extend((0..seq).map(|i| if n == 0 { 0 } else { (first + i).min(last) } as i64));
         }
         let index = |v: Vec<i64>| {
             let n = v.len();
@@ -337,7 +339,8 @@ impl Decoder {
         let cfg = &self.config;
 
         // 1. Check lengths; each row's positions start where its cache ends.
-        if lengths.len() != b || lengths.iter().any(|&n| n == 0 || n > t) {
+        // A row may read nothing (an idle row of a session); not all of them.
+        if lengths.len() != b || lengths.iter().any(|&n| n > t) || lengths.iter().all(|&n| n == 0) {
             return Err(Error::Input(format!(
                 "lengths {lengths:?} do not fit a batch of {b} rows of width {t}"
             )));

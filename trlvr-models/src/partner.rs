@@ -3,11 +3,10 @@
 //!
 //! A session's state is one batched [`KvCache`] with a row per session row. `start`
 //! prefills each distinct prompt once and copies its slots to that prompt's rows.
-//! `extend` runs one padded forward pass over the fed rows' new tokens (rows may get
-//! different numbers): straight on the session's cache when the feeds are rows
-//! `0..n` in order (a decode step over every live row), otherwise on a gathered copy of
-//! the fed rows whose new slots are then written back. Only the last position of each
-//! row goes through the LM head.
+//! `extend` runs one padded forward pass, in place on the session's cache, over every
+//! row: fed rows with their new tokens (rows may get different numbers), the others
+//! with none. The token-wise layers see only real tokens; only the last position of each
+//! fed row goes through the LM head.
 
 use std::collections::HashSet;
 
@@ -25,10 +24,19 @@ impl Decoder {
     /// # Shapes
     /// - returns `[rows, longest]` and each row's length
     fn padded_ids(&self, rows: &[&[TokenId]], device: &Device) -> Result<(Tensor<2, Int>, Vec<usize>)> {
+        if rows.iter().any(|r| r.is_empty()) {
+            return Err(Error::Input("every row needs at least one token".into()));
+        }
+        self.padded_rows(rows, device)
+    }
+
+    /// As [`Self::padded_ids`], but rows may be empty (rows of a session that read nothing
+    /// in this call); at least one must not be.
+    fn padded_rows(&self, rows: &[&[TokenId]], device: &Device) -> Result<(Tensor<2, Int>, Vec<usize>)> {
         let vocab = self.config.vocab_size;
         let lengths: Vec<usize> = rows.iter().map(|r| r.len()).collect();
         let width = lengths.iter().copied().max().unwrap_or(0);
-        if rows.is_empty() || lengths.contains(&0) {
+        if width == 0 {
             return Err(Error::Input("every row needs at least one token".into()));
         }
         let mut flat = Vec::with_capacity(rows.len() * width);
@@ -48,16 +56,22 @@ impl Decoder {
     /// # Shapes
     /// - `hidden`: `[batch, seq, hidden]` -> `[batch, vocab]`
     fn last_logits(&self, hidden: Tensor<3>, lengths: &[usize]) -> Tensor<2> {
+        let rows: Vec<usize> = (0..lengths.len()).collect();
+        self.last_logits_of(hidden, lengths, &rows)
+    }
+
+    /// Logits after the last real token of each of `rows`, in that order: `[rows, vocab]`.
+    fn last_logits_of(&self, hidden: Tensor<3>, lengths: &[usize], rows: &[usize]) -> Tensor<2> {
         let [b, t, d] = hidden.dims();
-        let last = if t == 1 {
+        let last = if t == 1 && rows.len() == b && rows.iter().enumerate().all(|(i, &r)| i == r) {
             hidden
         } else {
             let device = hidden.device();
-            let index: Vec<i64> = lengths.iter().enumerate().map(|(r, &n)| (r * t + n - 1) as i64).collect();
-            let index = Tensor::<1, Int>::from_data(TensorData::new(index, [b]), &device);
-            hidden.reshape([b * t, d]).select(0, index).reshape([b, 1, d])
+            let index: Vec<i64> = rows.iter().map(|&r| (r * t + lengths[r] - 1) as i64).collect();
+            let index = Tensor::<1, Int>::from_data(TensorData::new(index, [rows.len()]), &device);
+            hidden.reshape([b * t, d]).select(0, index).reshape([rows.len(), 1, d])
         };
-        self.lm_head(last).reshape([b, self.config.vocab_size])
+        self.lm_head(last).reshape([rows.len(), self.config.vocab_size])
     }
 
     /// Full-sequence logits of a [`TokenBatch`].
@@ -120,28 +134,24 @@ impl Partner for Decoder {
             ))
             .into());
         }
-        let tokens: Vec<&[TokenId]> = feeds.iter().map(|f| f.tokens).collect();
-        let (ids, lengths) = self.padded_ids(&tokens, &self.weights_device())?;
-
-        // 2. Run the fed rows as one batch: in place when they are rows 0..n in order,
-        // else on a copy of their caches whose new slots are written back.
+        // 2. One padded call over every row of the session, in place on its cache: rows
+        //    that read nothing now have length 0 (their padded slots land past their
+        //    length, where nothing reads them), and only fed rows reach the LM head.
         let state = session.state_mut::<KvCache>()?;
-        let hidden = if feeds.len() == state.rows() && feeds.iter().enumerate().all(|(i, f)| f.row == i) {
-            self.hidden(ids, &lengths, Some(state))?
-        } else {
-            let rows: Vec<usize> = feeds.iter().map(|f| f.row).collect();
-            let width = lengths.iter().copied().max().unwrap_or(0);
-            let past = state.lengths();
-            let slots = rows.iter().map(|&r| past[r] + width).max().unwrap_or(0);
-            let mut part = state.gather(&rows, slots);
-            let hidden = self.hidden(ids, &lengths, Some(&mut part))?;
-            state.scatter(&rows, &part);
-            hidden
-        };
-        for (feed, &n) in feeds.iter().zip(&lengths) {
-            session.advance(feed.row, n);
+        let mut tokens: Vec<&[TokenId]> = vec![&[]; total];
+        for feed in feeds {
+            tokens[feed.row] = feed.tokens;
         }
-        Ok(self.last_logits(hidden, &lengths))
+        let (ids, lengths) = self.padded_rows(&tokens, &self.weights_device())?;
+        if feeds.iter().any(|f| f.tokens.is_empty()) {
+            return Err(Error::Input("every row needs at least one token".into()).into());
+        }
+        let hidden = self.hidden(ids, &lengths, Some(state))?;
+        for feed in feeds {
+            session.advance(feed.row, feed.tokens.len());
+        }
+        let rows: Vec<usize> = feeds.iter().map(|f| f.row).collect();
+        Ok(self.last_logits_of(hidden, &lengths, &rows))
     }
 
     fn score(&self, batch: &TokenBatch, temperature: f32) -> trlvr::Result<Tensor<2>> {
