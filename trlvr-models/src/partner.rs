@@ -127,6 +127,9 @@ impl Partner for Decoder {
         }
         let total = session.rows();
         let mut seen = HashSet::new();
+        if feeds.iter().any(|f| f.tokens.is_empty()) {
+            return Err(Error::Input("every fed row needs at least one token".into()).into());
+        }
         if let Some(bad) = feeds.iter().find(|f| f.row >= total || !seen.insert(f.row)) {
             return Err(Error::Input(format!(
                 "feed for row {} is out of range ({total} rows) or repeated",
@@ -143,9 +146,6 @@ impl Partner for Decoder {
             tokens[feed.row] = feed.tokens;
         }
         let (ids, lengths) = self.padded_rows(&tokens, &self.weights_device())?;
-        if feeds.iter().any(|f| f.tokens.is_empty()) {
-            return Err(Error::Input("every row needs at least one token".into()).into());
-        }
         let hidden = self.hidden(ids, &lengths, Some(state))?;
         for feed in feeds {
             session.advance(feed.row, feed.tokens.len());
