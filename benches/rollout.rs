@@ -2,8 +2,10 @@
 //!
 //! For each senior/junior pair, at batch 8 (one prompt x G = 8), the same prompt and
 //! length budget, word schedule with p_sen = 0.5:
-//! (a) the senior solo, (b) the eager tandem (both models read every token as it is
-//! written, as the paper's release code does), (c) trlvr's lazy tandem.
+//! (a) the senior solo; (b) the release's naive tandem: both models read every token as
+//! it is written, one model after the other; (c) trlvr's tandem with its defaults
+//! (piggyback catch-up, the two models' calls at once on two threads). Two more columns
+//! split (b) to (c): eager reading with concurrent models, and lazy catch-up.
 //!
 //! `cargo bench --bench rollout` (add `-- --quick` for a shorter run)
 
@@ -60,26 +62,33 @@ fn pair(
     prompt: &[TokenId],
     new_tokens: usize,
 ) {
-    let rollout = |eager| RolloutConfig {
+    let rollout = |catch_up, concurrent| RolloutConfig {
         group_size: 8,
         max_new_tokens: new_tokens,
         seed: 1,
-        eager_catch_up: eager,
+        catch_up,
+        concurrent,
         ..RolloutConfig::default()
     };
     let word = WordBoundary::new(0.5, 32).expect("schedule");
-    let solo = RolloutEngine::solo(senior, classes, rollout(false)).expect("engine");
-    let eager = RolloutEngine::new(senior, junior, classes, rollout(true)).expect("engine");
-    let lazy = RolloutEngine::new(senior, junior, classes, rollout(false)).expect("engine");
-    time(&lazy, prompt, &word); // warm-up
+    let engine = |catch_up, concurrent| {
+        RolloutEngine::new(senior, junior, classes, rollout(catch_up, concurrent)).expect("engine")
+    };
+    let solo = RolloutEngine::solo(senior, classes, rollout(CatchUp::default(), true)).expect("engine");
+    let trlvr = engine(CatchUp::default(), true);
+    time(&trlvr, prompt, &word); // warm-up
     let a = time(&solo, prompt, &Solo::senior());
-    let b = time(&eager, prompt, &word);
-    let c = time(&lazy, prompt, &word);
+    let b = time(&engine(CatchUp::Eager, false), prompt, &word);
+    let eager = time(&engine(CatchUp::Eager, true), prompt, &word);
+    let lazy = time(&engine(CatchUp::Lazy, true), prompt, &word);
+    let c = time(&trlvr, prompt, &word);
     println!(
-        "| {name} | {:.2} s ({:.0} tok/s) | {:.2} s | {:.2} s | {:.2} | {:.2} |",
+        "| {name} | {:.2} s ({:.0} tok/s) | {:.2} s | {:.2} s | {:.2} s | {:.2} s | {:.2} | {:.2} |",
         a.seconds,
         a.tokens as f64 / a.seconds,
         b.seconds,
+        eager.seconds,
+        lazy.seconds,
         c.seconds,
         c.seconds / a.seconds,
         c.seconds / b.seconds
@@ -106,8 +115,11 @@ fn main() {
     println!(
         "batch 8 (1 prompt x G 8), prompt 32 tokens, {new_tokens} new tokens, word schedule p_sen 0.5, flex CPU\n"
     );
-    println!("| pair | (a) solo | (b) eager tandem | (c) lazy tandem | (c)/(a) | (c)/(b) |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| pair | (a) solo | (b) release: eager, one model at a time | eager, concurrent | lazy, concurrent | \
+         (c) trlvr: piggyback, concurrent | (c)/(a) | (c)/(b) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     let tiny = config("qwen3", 2, 128, 4, 2, 384, 4096).init(&device);
     let tiny_prompt: Vec<TokenId> = (0..32).map(|i| (i * 37 % 4095) as TokenId).collect();
     pair("tiny Qwen3 (2 x 128), self-paired", &tiny, &tiny, &classes(4096), &tiny_prompt, new_tokens);

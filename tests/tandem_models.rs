@@ -1,7 +1,7 @@
 //! The tandem engine on real transformer decoders with KV caches (tiny Qwen3 checkpoints
 //! from trlvr-models' fixtures): every recorded log-prob equals its author's
 //! teacher-forced log-prob of the finished sequence, for random schedules, lengths and
-//! batch mixes, so lazy catch-up leaves both caches exact.
+//! batch mixes, so every catch-up mode leaves both caches exact.
 
 use burn::prelude::*;
 use proptest::prelude::*;
@@ -32,7 +32,7 @@ proptest! {
     #[test]
     fn catch_up_keeps_both_caches_exact(
         seed in any::<u64>(), p in 0.0f64..=1.0, k in 1usize..5, g in 1usize..4, n_prompts in 1usize..3,
-        max in 1usize..24, which in 0usize..3, eager in any::<bool>(),
+        max in 1usize..24, which in 0usize..3, mode in 0usize..3, concurrent in any::<bool>(),
     ) {
         let (senior, junior, classes) = (fixture("qwen3-tiny-tied"), fixture("qwen3-tiny-untied"), classes());
         let schedule: Box<dyn HandoffSchedule> = match which {
@@ -42,7 +42,8 @@ proptest! {
         };
         let prompts: Vec<Vec<TokenId>> = vec![vec![1, 2, 3, 4, 5], vec![9], vec![30, 31, 32]][..n_prompts].to_vec();
         let config = RolloutConfig {
-            group_size: g, max_new_tokens: max, seed, eager_catch_up: eager, other_log_probs: true,
+            group_size: g, max_new_tokens: max, seed, other_log_probs: true, concurrent,
+            catch_up: [CatchUp::Lazy, CatchUp::Piggyback, CatchUp::Eager][mode],
             ..RolloutConfig::default()
         };
         let engine = RolloutEngine::new(&senior, &junior, &classes, config).unwrap();

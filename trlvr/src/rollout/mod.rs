@@ -4,9 +4,11 @@
 //! Each model keeps its own [`Session`] (KV cache) per row and decodes only the rows it
 //! is writing. When a row changes hands, the incoming model first reads the tokens it
 //! missed: its next [`Partner::extend`] call gets them as a chunked prefill, fused with
-//! the decode of its other rows. The idle model does no per-token work, and a model
-//! whose turn never comes (the junior under [`Solo`](crate::schedule::Solo)) is never
-//! started. Each prompt is prefilled once and shared by its G rollouts.
+//! the decode of its other rows ([`CatchUp`] says whether a model that runs anyway also
+//! reads the other rows' new tokens on the way). A model with nothing to write does no
+//! work, and a model whose turn never comes (the junior under
+//! [`Solo`](crate::schedule::Solo)) is never started. Each prompt is prefilled once and
+//! shared by its G rollouts. The two models' calls of a step run at once, on two threads.
 //!
 //! Determinism: each row owns two random streams (schedule, sampling) keyed by the seed,
 //! the prompt's tokens, its occurrence and the copy index, so a row's tokens never depend
@@ -42,10 +44,11 @@ pub struct RolloutConfig {
     /// Also record the non-author's log-prob of each token (analysis; one extra
     /// teacher-forced pass per model at the end).
     pub other_log_probs: bool,
-    /// Make both models read every token as it is written, as the paper's release code
-    /// does (a baseline for benchmarks). Off by default: the idle model catches up
-    /// lazily when its turn comes.
-    pub eager_catch_up: bool,
+    /// When a model reads the tokens the other one wrote (default: piggyback).
+    pub catch_up: CatchUp,
+    /// Run the senior's and the junior's calls of a step at once, on two threads
+    /// (default). Off, they run one after the other, as the paper's release code does.
+    pub concurrent: bool,
     /// Accept a senior and junior whose vocabulary sizes differ, sampling only from the
     /// shared prefix of ids. Off by default: a mismatch is an error.
     pub allow_vocab_prefix: bool,
@@ -59,10 +62,35 @@ impl Default for RolloutConfig {
             sampling: Sampling::training(),
             seed: 0,
             other_log_probs: false,
-            eager_catch_up: false,
+            catch_up: CatchUp::default(),
+            concurrent: true,
             allow_vocab_prefix: false,
         }
     }
+}
+
+/// When a model reads the tokens of rows it is not writing.
+///
+/// Every mode gives the same rollouts (the caches stay exact); they differ in cost.
+/// Every model must read every token of a row before it next writes there, so the
+/// modes move the same tokens; what changes is how they are grouped into calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CatchUp {
+    /// A model reads a row's missed tokens only when its turn there comes, as one chunk
+    /// fused into its call. Calls become ragged (some rows read one token, others
+    /// many): fewest reads when rows end before the turn comes back.
+    Lazy,
+    /// As [`CatchUp::Lazy`], and a model that runs in a step (it writes some row) also
+    /// reads the other rows' new tokens in that same call, so its calls stay uniform
+    /// (about one token per row) and the catch-up costs no extra call. A model with
+    /// nothing to write still does nothing. On CPU this is the cheapest (see
+    /// `benches/rollout.rs`): ragged calls cost more per token than uniform ones.
+    #[default]
+    Piggyback,
+    /// Both models read every token as it is written, every step, even a model with no
+    /// row to write: the paper's release code, kept as a benchmark baseline.
+    Eager,
 }
 
 /// One finished rollout: the response only (the prompt is `prompts[prompt]`).
@@ -204,29 +232,40 @@ impl<'m> RolloutEngine<'m> {
         let prompt_refs: Vec<&[TokenId]> = prompts.iter().map(Vec::as_slice).collect();
 
         loop {
-            // 1. Who writes next in each live row; the eager baseline also feeds the
-            //    other model's rows to each model.
+            // 1. Who writes next in each live row, and which of the other model's rows
+            //    each model also reads in this step (see `CatchUp`).
             let live: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].finish.is_none()).collect();
             let mine = |owner: Owner| -> Vec<usize> {
                 live.iter().copied().filter(|&i| rows[i].handoff.author() == owner).collect()
             };
             let work: [(Vec<usize>, Vec<usize>); 2] = [Owner::Senior, Owner::Junior].map(|owner| {
                 let own = mine(owner);
-                let idle = if self.config.eager_catch_up { mine(owner.other()) } else { Vec::new() };
-                (own, idle)
+                let others = match self.config.catch_up {
+                    CatchUp::Lazy => Vec::new(),
+                    CatchUp::Piggyback if own.is_empty() => Vec::new(),
+                    CatchUp::Piggyback | CatchUp::Eager => mine(owner.other()),
+                };
+                (own, others)
             });
             if work.iter().all(|(own, _)| own.is_empty()) {
                 break;
             }
-            // 2. Both models read and predict at once, on their own rows (two threads).
+            // 2. Both models read and predict, on their own rows, at once (two threads)
+            //    unless asked otherwise.
             let [senior_side, junior_side] = &mut sides;
-            let [(s_own, s_idle), (j_own, j_idle)] = &work;
-            let (senior_out, junior_out) = std::thread::scope(|scope| {
-                let rows = &rows;
-                let senior = scope.spawn(|| senior_side.next_logits(&prompt_refs, g, rows, s_own, s_idle));
-                let junior = junior_side.next_logits(&prompt_refs, g, rows, j_own, j_idle);
-                (senior.join().expect("senior thread panicked"), junior)
-            });
+            let [(s_own, s_others), (j_own, j_others)] = &work;
+            let rows_now = &rows;
+            let mut senior_step = || senior_side.next_logits(&prompt_refs, g, rows_now, s_own, s_others);
+            let mut junior_step = || junior_side.next_logits(&prompt_refs, g, rows_now, j_own, j_others);
+            let (senior_out, junior_out) = if self.config.concurrent {
+                std::thread::scope(|scope| {
+                    let senior = scope.spawn(senior_step);
+                    let junior = junior_step();
+                    (senior.join().expect("senior thread panicked"), junior)
+                })
+            } else {
+                (senior_step(), junior_step())
+            };
             // 3. Record what each model read, then sample each row's token and advance
             //    its schedule.
             let outs = [senior_out?, junior_out?];
@@ -320,8 +359,8 @@ struct Row {
 
 /// One model's side of the batch: its session, started on first use.
 ///
-/// Each step both sides run at once on two threads (method: "running the two models
-/// concurrently"); a row's tokens do not depend on that timing.
+/// Each step both sides run, at once on two threads by default; a row's tokens do not
+/// depend on that timing.
 struct Side<'m> {
     model: &'m dyn Partner,
     owner: Owner,
@@ -344,7 +383,7 @@ impl<'m> Side<'m> {
 
     /// Next-token logits for `mine` (host, `[mine.len() * model vocab]`) and the rows
     /// that read tokens. Rows with unread tokens read them in one fused call (with the
-    /// `idle` rows, which only read); rows that have read everything (only right after
+    /// `others` rows, which only read); rows that have read everything (only right after
     /// the prompt) use the prefill's logits. A model with nothing to do does nothing.
     fn next_logits(
         &mut self,
@@ -352,9 +391,9 @@ impl<'m> Side<'m> {
         g: usize,
         rows: &[Row],
         mine: &[usize],
-        idle: &[usize],
+        others: &[usize],
     ) -> Result<(Vec<f32>, Vec<usize>)> {
-        if mine.is_empty() && idle.is_empty() {
+        if mine.is_empty() && others.is_empty() {
             return Ok((Vec::new(), Vec::new()));
         }
         let vocab = self.model.vocab_size();
@@ -365,7 +404,7 @@ impl<'m> Side<'m> {
         }
         let slot = self.slot();
         let unread = |i: &usize| rows[*i].read[slot] < rows[*i].tokens.len();
-        let fed_rows: Vec<usize> = mine.iter().chain(idle).copied().filter(unread).collect();
+        let fed_rows: Vec<usize> = mine.iter().chain(others).copied().filter(unread).collect();
         let feeds: Vec<Feed<'_>> = fed_rows
             .iter()
             .map(|&i| Feed { row: i, tokens: &rows[i].tokens[rows[i].read[slot]..] })
