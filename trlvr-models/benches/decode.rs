@@ -76,8 +76,7 @@ fn run(model: &Decoder, batch: usize) -> (f64, f64) {
     let started = Instant::now();
     for _ in 0..STEPS {
         let tokens: Vec<[u32; 1]> = next.iter().map(|&t| [t]).collect();
-        let feeds: Vec<Feed<'_>> =
-            tokens.iter().enumerate().map(|(row, t)| Feed { row, tokens: t }).collect();
+        let feeds: Vec<Feed<'_>> = tokens.iter().enumerate().map(|(row, t)| Feed::predict(row, t)).collect();
         next = argmax(model.extend(&mut session, &feeds).unwrap());
     }
     let decode = started.elapsed().as_secs_f64();
@@ -255,7 +254,7 @@ fn irregular(model: &Decoder) -> (f64, f64) {
                 .iter()
                 .enumerate()
                 .filter(|(row, _)| case == 0 || row % 2 == 1)
-                .map(|(row, t)| Feed { row, tokens: t })
+                .map(|(row, t)| Feed::predict(row, t))
                 .collect();
             read += feeds.iter().map(|f| f.tokens.len()).sum::<usize>();
             let _ = argmax(model.extend(&mut session, &feeds).unwrap());

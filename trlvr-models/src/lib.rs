@@ -45,7 +45,7 @@
 //! // Two copies of one prompt share its prefill, then diverge.
 //! let (mut session, logits) = model.start(&[&[1, 2, 3]], 2)?;
 //! assert_eq!(logits.dims(), [2, 32]);
-//! let next = model.extend(&mut session, &[Feed { row: 0, tokens: &[4] }, Feed { row: 1, tokens: &[5, 6] }])?;
+//! let next = model.extend(&mut session, &[Feed::predict(0, &[4]), Feed::predict(1, &[5, 6])])?;
 //! assert_eq!(next.dims(), [2, 32]);
 //! assert_eq!(session.read(1), 5);
 //! # Ok::<(), Box<dyn std::error::Error>>(())

@@ -6,7 +6,7 @@
 //! `extend` runs one padded forward pass, in place on the session's cache, over every
 //! row: fed rows with their new tokens (rows may get different numbers), the others
 //! with none. The token-wise layers see only real tokens; only the last position of each
-//! fed row goes through the LM head.
+//! predicting row goes through the LM head.
 
 use std::collections::HashSet;
 
@@ -122,8 +122,9 @@ impl Partner for Decoder {
 
     fn extend(&self, session: &mut Session, feeds: &[Feed<'_>]) -> trlvr::Result<Tensor<2>> {
         // 1. Check the feeds: rows in range, each at most once. No feeds, no logits.
+        let no_logits = || Tensor::zeros([0, self.config.vocab_size], &self.weights_device());
         if feeds.is_empty() {
-            return Ok(Tensor::zeros([0, self.config.vocab_size], &self.weights_device()));
+            return Ok(no_logits());
         }
         let total = session.rows();
         let mut seen = HashSet::new();
@@ -150,7 +151,11 @@ impl Partner for Decoder {
         for feed in feeds {
             session.advance(feed.row, feed.tokens.len());
         }
-        let rows: Vec<usize> = feeds.iter().map(|f| f.row).collect();
+        // 3. The LM head only for rows that predict.
+        let rows: Vec<usize> = feeds.iter().filter(|f| f.predict).map(|f| f.row).collect();
+        if rows.is_empty() {
+            return Ok(no_logits());
+        }
         Ok(self.last_logits_of(hidden, &lengths, &rows))
     }
 

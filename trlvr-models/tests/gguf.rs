@@ -580,8 +580,7 @@ fn smollm2_answers_paris_greedily() {
     let (mut session, logits) = smol.model.start(&[prompt.as_slice()], 1).unwrap();
     let mut generated = vec![argmax(logits)];
     while generated.len() < 20 && !smol.eos.contains(generated.last().unwrap()) {
-        let next =
-            smol.model.extend(&mut session, &[Feed { row: 0, tokens: &generated[generated.len() - 1..] }]);
+        let next = smol.model.extend(&mut session, &[Feed::predict(0, &generated[generated.len() - 1..])]);
         generated.push(argmax(next.unwrap()));
     }
     let text = smol.tokenizer.decode(&generated, true).unwrap();

@@ -45,8 +45,7 @@ fn incremental_decode_equals_full_forward() {
                     if step == 3 && r % 2 == 1 { vec![t, (t + 1) % 256] } else { vec![t] }
                 })
                 .collect();
-            let feeds: Vec<Feed<'_>> =
-                new.iter().enumerate().map(|(r, t)| Feed { row: r, tokens: t }).collect();
+            let feeds: Vec<Feed<'_>> = new.iter().enumerate().map(|(r, t)| Feed::predict(r, t)).collect();
             let next = model.extend(&mut session, &feeds).unwrap();
             for r in 0..4 {
                 seqs[r].extend(&new[r]);
@@ -65,17 +64,13 @@ fn a_row_does_not_depend_on_the_rest_of_the_batch() {
     let prompts: [&[u32]; 3] = [&[1, 2, 3], &[4, 5, 6, 7, 8, 9], &[10]];
     // Alone: only row 0 is fed.
     let (mut alone, _) = model.start(&prompts, 1).unwrap();
-    let a = model.extend(&mut alone, &[Feed { row: 0, tokens: &[42, 43] }]).unwrap();
+    let a = model.extend(&mut alone, &[Feed::predict(0, &[42, 43])]).unwrap();
     // Crowded: rows 2 and 1 are fed too, with more tokens, listed first.
     let (mut crowded, _) = model.start(&prompts, 1).unwrap();
     let b = model
         .extend(
             &mut crowded,
-            &[
-                Feed { row: 2, tokens: &[7, 7, 7, 7, 7] },
-                Feed { row: 1, tokens: &[99] },
-                Feed { row: 0, tokens: &[42, 43] },
-            ],
+            &[Feed::predict(2, &[7, 7, 7, 7, 7]), Feed::predict(1, &[99]), Feed::predict(0, &[42, 43])],
         )
         .unwrap();
     let diff = max_diff(a, row(&b, 2));
@@ -88,21 +83,40 @@ fn a_row_does_not_depend_on_the_rest_of_the_batch() {
 }
 
 #[test]
+fn catch_up_feeds_read_without_logits() {
+    let model = load("qwen3-tiny-tied");
+    let prompts: [&[u32]; 2] = [&[5, 17, 200], &[9, 8, 7, 6]];
+    let (mut session, _) = model.start(&prompts, 1).unwrap();
+    // Row 1 only reads; the logits are row 0's alone.
+    let next =
+        model.extend(&mut session, &[Feed::catch_up(1, &[40, 41, 42]), Feed::predict(0, &[3])]).unwrap();
+    assert_eq!(next.dims(), [1, 256]);
+    let mut worst = max_diff(next, full_last(&model, &[5, 17, 200, 3]));
+    // What row 1 read is in its cache: its next prediction matches a full forward.
+    let only_reads = model.extend(&mut session, &[Feed::catch_up(0, &[1])]).unwrap();
+    assert_eq!(only_reads.dims(), [0, 256]);
+    let next = model.extend(&mut session, &[Feed::predict(1, &[43])]).unwrap();
+    worst = worst.max(max_diff(next, full_last(&model, &[9, 8, 7, 6, 40, 41, 42, 43])));
+    assert_eq!((session.read(0), session.read(1)), (5, 8));
+    assert!(worst < TOLERANCE, "{worst}");
+}
+
+#[test]
 fn chunked_prefill_equals_token_by_token() {
     let model = load("llama-tiny");
     let prompt: &[u32] = &[3, 1, 4, 1, 5];
     let (mut chunked, _) = model.start(&[prompt], 1).unwrap();
     let (mut single, _) = model.start(&[prompt], 1).unwrap();
     let more = [9u32, 2, 6];
-    let c = model.extend(&mut chunked, &[Feed { row: 0, tokens: &more }]).unwrap();
+    let c = model.extend(&mut chunked, &[Feed::predict(0, &more)]).unwrap();
     let mut s = None;
     for t in &more {
-        s = Some(model.extend(&mut single, &[Feed { row: 0, tokens: std::slice::from_ref(t) }]).unwrap());
+        s = Some(model.extend(&mut single, &[Feed::predict(0, std::slice::from_ref(t))]).unwrap());
     }
     let mut worst = max_diff(c, s.unwrap());
     // The caches agree too: the next step is the same.
-    let c = model.extend(&mut chunked, &[Feed { row: 0, tokens: &[5] }]).unwrap();
-    let s = model.extend(&mut single, &[Feed { row: 0, tokens: &[5] }]).unwrap();
+    let c = model.extend(&mut chunked, &[Feed::predict(0, &[5])]).unwrap();
+    let s = model.extend(&mut single, &[Feed::predict(0, &[5])]).unwrap();
     worst = worst.max(max_diff(c, s));
     eprintln!("chunked vs token-by-token: {worst:.2e}");
     assert!(worst < TOLERANCE);
@@ -164,23 +178,21 @@ fn bad_inputs_are_errors_not_panics() {
     let long: Vec<u32> = vec![1; 129];
     assert!(matches!(model.start(&[&long], 1), Err(trlvr::Error::Shape(_))));
     let (mut session, _) = model.start(&[&[1, 2]], 2).unwrap();
-    assert!(model.extend(&mut session, &[Feed { row: 2, tokens: &[1] }]).is_err());
-    assert!(model.extend(&mut session, &[Feed { row: 0, tokens: &[] }]).is_err());
-    assert!(
-        model.extend(&mut session, &[Feed { row: 0, tokens: &[1] }, Feed { row: 0, tokens: &[2] }]).is_err()
-    );
+    assert!(model.extend(&mut session, &[Feed::predict(2, &[1])]).is_err());
+    assert!(model.extend(&mut session, &[Feed::predict(0, &[])]).is_err());
+    assert!(model.extend(&mut session, &[Feed::predict(0, &[1]), Feed::predict(0, &[2])]).is_err());
     // A failed extend leaves the session usable and unchanged.
     let nearly: Vec<u32> = vec![3; 127];
-    assert!(model.extend(&mut session, &[Feed { row: 1, tokens: &nearly }]).is_err());
+    assert!(model.extend(&mut session, &[Feed::predict(1, &nearly)]).is_err());
     assert_eq!(session.read(1), 2);
-    assert!(model.extend(&mut session, &[Feed { row: 1, tokens: &[4] }]).is_ok());
+    assert!(model.extend(&mut session, &[Feed::predict(1, &[4])]).is_ok());
     // Nothing to feed, nothing to return.
     assert_eq!(model.extend(&mut session, &[]).unwrap().dims(), [0, 256]);
     // Another model's session is refused.
     let bigram = trlvr::bigram::BigramLm::random(256, 1.0, &device());
     let (mut foreign, _) = bigram.start(&[&[1]], 1).unwrap();
     assert!(matches!(
-        model.extend(&mut foreign, &[Feed { row: 0, tokens: &[1] }]),
+        model.extend(&mut foreign, &[Feed::predict(0, &[1])]),
         Err(trlvr::Error::ForeignSession { .. })
     ));
     // As a trait object.

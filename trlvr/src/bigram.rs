@@ -85,15 +85,21 @@ impl Partner for BigramLm {
     }
 
     fn extend(&self, session: &mut Session, feeds: &[Feed<'_>]) -> Result<Tensor<2>> {
-        let rows = session.rows();
+        let (rows, vocab) = (session.rows(), self.vocab_size());
         let mut picked = Vec::with_capacity(feeds.len());
         for feed in feeds {
             let (Some(&last), true) = (feed.tokens.last(), feed.row < rows) else {
                 return Err(Error::Shape(format!("feed for row {} is empty or out of range", feed.row)));
             };
-            picked.push(last);
+            if let Some(&bad) = feed.tokens.iter().find(|&&t| t as usize >= vocab) {
+                return Err(Error::Vocabulary(format!("token {bad} outside vocabulary of {vocab}")));
+            }
+            if feed.predict {
+                picked.push(last);
+            }
         }
-        let logits = self.rows(&picked)?;
+        let logits =
+            if picked.is_empty() { Tensor::zeros([0, vocab], &self.device()) } else { self.rows(&picked)? };
         for feed in feeds {
             session.state_mut::<LastToken>()?.0[feed.row] = feed.tokens[feed.tokens.len() - 1];
             session.advance(feed.row, feed.tokens.len());

@@ -57,6 +57,22 @@ pub struct Feed<'a> {
     pub row: usize,
     /// Tokens the row has not read yet, oldest first; at least one.
     pub tokens: &'a [TokenId],
+    /// Whether [`Partner::extend`] returns the next-token logits after this row's
+    /// tokens. A row that only catches up (its next token comes from the other model)
+    /// skips the LM head, the largest matmul of a small model.
+    pub predict: bool,
+}
+
+impl<'a> Feed<'a> {
+    /// `row` reads `tokens` and wants the logits after them.
+    pub fn predict(row: usize, tokens: &'a [TokenId]) -> Self {
+        Self { row, tokens, predict: true }
+    }
+
+    /// `row` reads `tokens` only.
+    pub fn catch_up(row: usize, tokens: &'a [TokenId]) -> Self {
+        Self { row, tokens, predict: false }
+    }
 }
 
 /// A frozen causal language model that can extend a batch of token sequences.
@@ -73,10 +89,10 @@ pub struct Feed<'a> {
 /// // Two copies of one prompt share its prefill.
 /// let (mut session, logits) = model.start(&[&[0, 1]], 2)?;
 /// assert_eq!(logits.dims(), [2, 3]);
-/// // Row 1 reads two more tokens; the logits follow its last one.
-/// let next = model.extend(&mut session, &[Feed { row: 1, tokens: &[2, 0] }])?;
+/// // Row 1 reads two more tokens; the logits follow its last one. Row 0 only reads.
+/// let next = model.extend(&mut session, &[Feed::predict(1, &[2, 0]), Feed::catch_up(0, &[2])])?;
 /// assert_eq!(next.dims(), [1, 3]);
-/// assert_eq!(session.read(1), 4);
+/// assert_eq!((session.read(0), session.read(1)), (3, 4));
 /// # Ok::<(), trlvr::Error>(())
 /// ```
 pub trait Partner: Send + Sync {
@@ -95,8 +111,8 @@ pub trait Partner: Send + Sync {
     fn start(&self, prompts: &[&[TokenId]], copies: usize) -> Result<(Session, Tensor<2>)>;
 
     /// Feeds each listed row its unread tokens (a catch-up prefill and a decode step in
-    /// one call) and returns the next-token logits after each row's last new token,
-    /// `[feeds.len(), vocab]`, in the order of `feeds`.
+    /// one call) and returns the next-token logits after the last new token of each
+    /// feed marked [`Feed::predict`], `[predicting feeds, vocab]`, in the order of `feeds`.
     ///
     /// # Errors
     /// [`Error::ForeignSession`] for another model's session; model-specific otherwise.

@@ -45,10 +45,10 @@ fn incremental_logits_agree_with_teacher_forcing() {
     let mut logits = vec![first.slice([0..1]).try_into_vec_as::<f32>().unwrap()];
     // Row 0 reads one token at a time; row 1 catches up on everything at once.
     for k in 0..response.len() - 1 {
-        let l = model.extend(&mut session, &[Feed { row: 0, tokens: &response[k..k + 1] }]).unwrap();
+        let l = model.extend(&mut session, &[Feed::predict(0, &response[k..k + 1])]).unwrap();
         logits.push(l.try_into_vec_as::<f32>().unwrap());
     }
-    let caught_up = model.extend(&mut session, &[Feed { row: 1, tokens: &response[..3] }]).unwrap();
+    let caught_up = model.extend(&mut session, &[Feed::predict(1, &response[..3])]).unwrap();
     assert_eq!(caught_up.try_into_vec_as::<f32>().unwrap(), logits[3]);
     assert_eq!(session.read(0), session.read(1));
 
@@ -80,12 +80,12 @@ fn bad_input_is_an_error() {
     assert!(model.start(&[&[7]], 1).is_err());
     assert!(model.start(&[&[]], 1).is_err());
     let (mut session, _) = model.start(&[&[0]], 1).unwrap();
-    assert!(model.extend(&mut session, &[Feed { row: 4, tokens: &[0] }]).is_err());
+    assert!(model.extend(&mut session, &[Feed::predict(4, &[0])]).is_err());
     assert!(TokenBatch::new(vec![], 0).is_err());
     // A session from another model type is refused.
     let mut foreign = Session::new(vec![1], Box::new(0u8));
     assert!(matches!(
-        model.extend(&mut foreign, &[Feed { row: 0, tokens: &[1] }]),
+        model.extend(&mut foreign, &[Feed::predict(0, &[1])]),
         Err(Error::ForeignSession { .. })
     ));
 }

@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 
 pub use sample::Sampling;
 
+use rand_chacha::ChaCha8Rng;
+
 use crate::model::{Feed, Partner, Session};
 use crate::schedule::{Finish, Handoff, HandoffSchedule, Next, row_rng};
 use crate::token::{Owner, TokenBatch, TokenId};
@@ -228,60 +230,52 @@ impl<'m> RolloutEngine<'m> {
                 key,
             })
             .collect();
-        let mut sides = [Side::new(self.senior, Owner::Senior), Side::new(self.junior, Owner::Junior)];
+        let mut sides = [Side::new(self.senior), Side::new(self.junior)];
         let prompt_refs: Vec<&[TokenId]> = prompts.iter().map(Vec::as_slice).collect();
 
         loop {
-            // 1. Who writes next in each live row, and which of the other model's rows
-            //    each model also reads in this step (see `CatchUp`).
-            let live: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].finish.is_none()).collect();
-            let mine = |owner: Owner| -> Vec<usize> {
-                live.iter().copied().filter(|&i| rows[i].handoff.author() == owner).collect()
-            };
-            let work: [(Vec<usize>, Vec<usize>); 2] = [Owner::Senior, Owner::Junior].map(|owner| {
-                let own = mine(owner);
-                let others = match self.config.catch_up {
-                    CatchUp::Lazy => Vec::new(),
-                    CatchUp::Piggyback if own.is_empty() => Vec::new(),
-                    CatchUp::Piggyback | CatchUp::Eager => mine(owner.other()),
-                };
-                (own, others)
-            });
-            if work.iter().all(|(own, _)| own.is_empty()) {
+            // 1. Each model's step: the live rows it writes, and what every row it feeds
+            //    reads (own rows first; see `CatchUp` for the others).
+            let steps = [Owner::Senior, Owner::Junior].map(|owner| self.plan(&rows, owner));
+            if steps.iter().all(|step| step.own.is_empty()) {
                 break;
             }
-            // 2. Both models read and predict, on their own rows, at once (two threads)
-            //    unless asked otherwise.
+            // 2. Both models read, predict and sample their own rows, at once (two
+            //    threads) unless asked otherwise. Each row's sampler goes to its author.
+            let mut rngs: [Vec<&mut ChaCha8Rng>; 2] = [Vec::new(), Vec::new()];
+            for row in rows.iter_mut().filter(|r| r.finish.is_none()) {
+                rngs[slot(row.handoff.author())].push(&mut row.sampler);
+            }
             let [senior_side, junior_side] = &mut sides;
-            let [(s_own, s_others), (j_own, j_others)] = &work;
-            let rows_now = &rows;
-            let mut senior_step = || senior_side.next_logits(&prompt_refs, g, rows_now, s_own, s_others);
-            let mut junior_step = || junior_side.next_logits(&prompt_refs, g, rows_now, j_own, j_others);
-            let (senior_out, junior_out) = if self.config.concurrent {
+            let [senior_rngs, junior_rngs] = rngs;
+            let [senior_plan, junior_plan] = &steps;
+            let sampling = &self.config.sampling;
+            let vocab = self.vocab;
+            let senior_step = || senior_side.step(&prompt_refs, g, senior_plan, senior_rngs, sampling, vocab);
+            let junior_step = || junior_side.step(&prompt_refs, g, junior_plan, junior_rngs, sampling, vocab);
+            let drawn = if self.config.concurrent {
                 std::thread::scope(|scope| {
                     let senior = scope.spawn(senior_step);
                     let junior = junior_step();
-                    (senior.join().expect("senior thread panicked"), junior)
+                    [senior.join().expect("senior thread panicked"), junior]
                 })
             } else {
-                (senior_step(), junior_step())
+                [senior_step(), junior_step()]
             };
-            // 3. Record what each model read, then sample each row's token and advance
+            let [senior_drawn, junior_drawn] = drawn;
+            let drawn = [senior_drawn?, junior_drawn?];
+            // 3. Record what each model read, then append each row's token and advance
             //    its schedule.
-            let outs = [senior_out?, junior_out?];
-            for (side, (_, fed)) in sides.iter().zip(&outs) {
-                for &i in fed {
-                    rows[i].read[side.slot()] = rows[i].tokens.len();
+            for (owner, step) in [Owner::Senior, Owner::Junior].into_iter().zip(&steps) {
+                for feed in &step.feeds {
+                    rows[feed.row].read[slot(owner)] = rows[feed.row].tokens.len();
                 }
             }
-            for ((side, (own, _)), (logits, _)) in sides.iter().zip(&work).zip(outs) {
-                let width = side.model.vocab_size();
-                for (k, &i) in own.iter().enumerate() {
+            for ((owner, step), drawn) in [Owner::Senior, Owner::Junior].into_iter().zip(&steps).zip(drawn) {
+                for (&i, (token, log_prob)) in step.own.iter().zip(drawn) {
                     let row = &mut rows[i];
-                    let row_logits = &logits[k * width..k * width + self.vocab];
-                    let (token, log_prob) = self.config.sampling.sample(row_logits, &mut row.sampler)?;
                     row.tokens.push(token);
-                    row.owners.push(side.owner);
+                    row.owners.push(owner);
                     row.log_probs.push(log_prob);
                     row.finish = match row.handoff.after(token, self.classes) {
                         Next::Stop(finish) => Some(finish),
@@ -309,6 +303,32 @@ impl<'m> RolloutEngine<'m> {
                 log_probs: row.log_probs,
             })
             .collect())
+    }
+
+    /// What `owner`'s model does in the next step: the live rows it writes and the
+    /// unread tokens of the rows it feeds.
+    fn plan(&self, rows: &[Row], owner: Owner) -> Step {
+        let live = || rows.iter().enumerate().filter(|(_, r)| r.finish.is_none());
+        let own: Vec<usize> = live().filter(|(_, r)| r.handoff.author() == owner).map(|(i, _)| i).collect();
+        // Others' rows: none (lazy, or nothing to write this step), read only
+        // (piggyback), or read and predicted as the release does (eager).
+        let (read_others, predict_others) = match self.config.catch_up {
+            CatchUp::Lazy => (false, false),
+            CatchUp::Piggyback => (!own.is_empty(), false),
+            CatchUp::Eager => (true, true),
+        };
+        let unread = |r: &Row| r.tokens[r.read[slot(owner)]..].to_vec();
+        let mut feeds: Vec<OwnedFeed> =
+            own.iter().map(|&i| OwnedFeed { row: i, tokens: unread(&rows[i]), predict: true }).collect();
+        if read_others {
+            feeds.extend(live().filter(|(_, r)| r.handoff.author() != owner).map(|(i, r)| OwnedFeed {
+                row: i,
+                tokens: unread(r),
+                predict: predict_others,
+            }));
+        }
+        feeds.retain(|f| !f.tokens.is_empty());
+        Step { own, feeds }
     }
 
     /// Each token's log-prob under the model that did not write it, by one
@@ -346,7 +366,7 @@ impl<'m> RolloutEngine<'m> {
 #[derive(Debug)]
 struct Row {
     handoff: Handoff,
-    sampler: rand_chacha::ChaCha8Rng,
+    sampler: ChaCha8Rng,
     tokens: Vec<TokenId>,
     owners: Vec<Owner>,
     log_probs: Vec<f32>,
@@ -363,72 +383,93 @@ struct Row {
 /// depend on that timing.
 struct Side<'m> {
     model: &'m dyn Partner,
-    owner: Owner,
     session: Option<Session>,
     /// Next-token logits at the end of each prompt, `[rows * vocab]`, from `start`.
     start_logits: Vec<f32>,
 }
 
 impl<'m> Side<'m> {
-    fn new(model: &'m dyn Partner, owner: Owner) -> Self {
-        Self { model, owner, session: None, start_logits: Vec::new() }
+    fn new(model: &'m dyn Partner) -> Self {
+        Self { model, session: None, start_logits: Vec::new() }
     }
 
-    fn slot(&self) -> usize {
-        match self.owner {
-            Owner::Senior => 0,
-            Owner::Junior => 1,
-        }
-    }
-
-    /// Next-token logits for `mine` (host, `[mine.len() * model vocab]`) and the rows
-    /// that read tokens. Rows with unread tokens read them in one fused call (with the
-    /// `others` rows, which only read); rows that have read everything (only right after
-    /// the prompt) use the prefill's logits. A model with nothing to do does nothing.
-    fn next_logits(
+    /// Runs `step`: starts the session on first use, feeds the rows that read (one
+    /// fused call) and samples a token for each own row, with that row's `rngs` entry.
+    /// Own rows that read nothing (only right after the prompt) use the prefill's
+    /// logits. A model with nothing to do does nothing.
+    fn step(
         &mut self,
         prompts: &[&[TokenId]],
         g: usize,
-        rows: &[Row],
-        mine: &[usize],
-        others: &[usize],
-    ) -> Result<(Vec<f32>, Vec<usize>)> {
-        if mine.is_empty() && others.is_empty() {
-            return Ok((Vec::new(), Vec::new()));
+        step: &Step,
+        rngs: Vec<&mut ChaCha8Rng>,
+        sampling: &Sampling,
+        vocab: usize,
+    ) -> Result<Vec<(TokenId, f32)>> {
+        if step.own.is_empty() && step.feeds.is_empty() {
+            return Ok(Vec::new());
         }
-        let vocab = self.model.vocab_size();
+        let width = self.model.vocab_size();
         if self.session.is_none() {
             let (session, logits) = self.model.start(prompts, g)?;
-            self.start_logits = logits.try_into_vec_as::<f32>().map_err(|e| Error::Read(format!("{e:?}")))?;
+            self.start_logits = to_host(logits)?;
             self.session = Some(session);
         }
-        let slot = self.slot();
-        let unread = |i: &usize| rows[*i].read[slot] < rows[*i].tokens.len();
-        let fed_rows: Vec<usize> = mine.iter().chain(others).copied().filter(unread).collect();
-        let feeds: Vec<Feed<'_>> = fed_rows
-            .iter()
-            .map(|&i| Feed { row: i, tokens: &rows[i].tokens[rows[i].read[slot]..] })
-            .collect();
-        let fed = if feeds.is_empty() {
+        let fed = if step.feeds.is_empty() {
             Vec::new()
         } else {
-            let session = self.session.as_mut().expect("started above");
-            let logits = self.model.extend(session, &feeds)?;
-            logits.try_into_vec_as::<f32>().map_err(|e| Error::Read(format!("{e:?}")))?
+            let feeds: Vec<Feed<'_>> = step
+                .feeds
+                .iter()
+                .map(|f| Feed { row: f.row, tokens: &f.tokens, predict: f.predict })
+                .collect();
+            to_host(self.model.extend(self.session.as_mut().expect("started above"), &feeds)?)?
         };
-        // `fed_rows` lists the fed rows of `mine` first, in order.
-        let mut out = Vec::with_capacity(mine.len() * vocab);
+        // The logits of the fed own rows come first, in order.
         let mut k = 0;
-        for i in mine {
-            if unread(i) {
-                out.extend_from_slice(&fed[k * vocab..(k + 1) * vocab]);
-                k += 1;
-            } else {
-                out.extend_from_slice(&self.start_logits[i * vocab..(i + 1) * vocab]);
-            }
-        }
-        Ok((out, fed_rows))
+        step.own
+            .iter()
+            .zip(rngs)
+            .map(|(&i, rng)| {
+                let logits = if step.feeds.get(k).is_some_and(|f| f.row == i) {
+                    k += 1;
+                    &fed[(k - 1) * width..][..vocab]
+                } else {
+                    &self.start_logits[i * width..][..vocab]
+                };
+                sampling.sample(logits, rng)
+            })
+            .collect()
     }
+}
+
+/// One model's work in one step of the engine.
+#[derive(Debug)]
+struct Step {
+    /// Live rows it writes, in order.
+    own: Vec<usize>,
+    /// Rows that read tokens, own rows first (in `own` order).
+    feeds: Vec<OwnedFeed>,
+}
+
+/// A [`Feed`] with its tokens copied out, so the rows can change while models run.
+#[derive(Debug)]
+struct OwnedFeed {
+    row: usize,
+    tokens: Vec<TokenId>,
+    predict: bool,
+}
+
+/// Index of `owner` in per-model arrays: senior 0, junior 1.
+fn slot(owner: Owner) -> usize {
+    match owner {
+        Owner::Senior => 0,
+        Owner::Junior => 1,
+    }
+}
+
+fn to_host(logits: burn::prelude::Tensor<2>) -> Result<Vec<f32>> {
+    logits.try_into_vec_as::<f32>().map_err(|e| Error::Read(format!("{e:?}")))
 }
 
 /// FNV-1a over the prompt's ids: a stable key that does not depend on batch position.

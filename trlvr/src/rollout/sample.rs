@@ -70,34 +70,44 @@ impl Sampling {
         if !max.is_finite() {
             return Err(Error::NonFinite("no finite logit".into()));
         }
-        let weights: Vec<f64> = logits.iter().map(|&x| f64::from((x - max) / t).exp()).collect();
-        let total: f64 = weights.iter().sum();
-        let log_prob = |id: usize| (weights[id] / total).ln() as f32;
+        // log p(id) = (x_id - max) / t - ln Σ exp((x - max) / t); weights in f32, sum in f64.
+        let weights: Vec<f32> = logits.iter().map(|&x| ((x - max) / t).exp()).collect();
+        let total: f64 = weights.iter().map(|&w| f64::from(w)).sum();
+        let log_prob = |id: usize| (f64::from((logits[id] - max) / t) - total.ln()) as f32;
         if self.temperature == 0.0 {
-            let id =
-                weights.iter().enumerate().fold(0, |best, (i, &w)| if w > weights[best] { i } else { best });
+            let id = logits.iter().position(|&x| x == max).expect("max is one of the logits");
             return Ok((id as TokenId, log_prob(id)));
         }
-        let candidates = self.truncate(&weights, total);
-        let mass: f64 = candidates.iter().map(|&i| weights[i]).sum();
-        let mut u = rng.random::<f64>() * mass;
-        let mut chosen = *candidates.last().expect("at least one candidate");
-        for &i in &candidates {
-            if u < weights[i] {
-                chosen = i;
-                break;
+        // Inverse CDF over the candidates (all ids when untruncated, without listing
+        // them); rounding past the end lands on the last candidate that can be drawn.
+        let draw = |ids: &mut dyn Iterator<Item = usize>, mass: f64, rng: &mut dyn RngCore| {
+            let mut u = rng.random::<f64>() * mass;
+            let mut last = 0;
+            for i in ids {
+                let w = f64::from(weights[i]);
+                if u < w {
+                    return i;
+                }
+                u -= w;
+                if w > 0.0 {
+                    last = i;
+                }
             }
-            u -= weights[i];
-        }
+            last
+        };
+        let chosen = if self.top_k == 0 && self.top_p >= 1.0 {
+            draw(&mut (0..weights.len()), total, rng)
+        } else {
+            let candidates = self.truncate(&weights, total);
+            let mass: f64 = candidates.iter().map(|&i| f64::from(weights[i])).sum();
+            draw(&mut candidates.into_iter(), mass, rng)
+        };
         Ok((chosen as TokenId, log_prob(chosen)))
     }
 
-    /// Candidate ids after top-k and top-p (all ids, in order, when both are off).
-    fn truncate(&self, weights: &[f64], total: f64) -> Vec<usize> {
+    /// Candidate ids after top-k and top-p, most likely first.
+    fn truncate(&self, weights: &[f32], total: f64) -> Vec<usize> {
         let mut ids: Vec<usize> = (0..weights.len()).collect();
-        if self.top_k == 0 && self.top_p >= 1.0 {
-            return ids;
-        }
         let by_weight = |a: &usize, b: &usize| weights[*b].total_cmp(&weights[*a]).then(a.cmp(b));
         if self.top_k > 0 && self.top_k < ids.len() {
             ids.select_nth_unstable_by(self.top_k - 1, by_weight);
@@ -109,7 +119,7 @@ impl Sampling {
             let keep = ids
                 .iter()
                 .position(|&i| {
-                    acc += weights[i] / total;
+                    acc += f64::from(weights[i]) / total;
                     acc >= f64::from(self.top_p)
                 })
                 .map_or(ids.len(), |p| p + 1);
