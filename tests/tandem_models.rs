@@ -32,7 +32,7 @@ proptest! {
     #[test]
     fn catch_up_keeps_both_caches_exact(
         seed in any::<u64>(), p in 0.0f64..=1.0, k in 1usize..5, g in 1usize..4, n_prompts in 1usize..3,
-        max in 1usize..24, which in 0usize..3, mode in 0usize..3, concurrent in any::<bool>(),
+        max in 1usize..24, which in 0usize..3, mode in 0usize..3, concurrent in any::<bool>(), host_sampling in any::<Option<bool>>(),
     ) {
         let (senior, junior, classes) = (fixture("qwen3-tiny-tied"), fixture("qwen3-tiny-untied"), classes());
         let schedule: Box<dyn HandoffSchedule> = match which {
@@ -42,7 +42,7 @@ proptest! {
         };
         let prompts: Vec<Vec<TokenId>> = vec![vec![1, 2, 3, 4, 5], vec![9], vec![30, 31, 32]][..n_prompts].to_vec();
         let config = RolloutConfig {
-            group_size: g, max_new_tokens: max, seed, other_log_probs: true, concurrent,
+            group_size: g, max_new_tokens: max, seed, other_log_probs: true, concurrent, host_sampling,
             catch_up: [CatchUp::Lazy, CatchUp::Piggyback, CatchUp::Eager][mode],
             ..RolloutConfig::default()
         };

@@ -36,6 +36,21 @@ pub fn parse_device(spec: &str) -> Result<Device> {
     })
 }
 
+/// Whether `device` computes in host memory (flex, LibTorch on the CPU). The rollout
+/// engine samples there from logits read back to the host (cheaper than sampling ops on
+/// a CPU backend), and on an accelerator where the logits are, so that only token ids
+/// cross to the host.
+///
+/// ```
+/// # use burn::prelude::*;
+/// assert!(trlvr::device::is_host(&Device::flex()));
+/// assert!(trlvr::device::is_host(&Device::flex().autodiff()));
+/// ```
+pub fn is_host(device: &Device) -> bool {
+    let device = device.clone().inner();
+    backend::flex().is_some_and(|d| d == device) || backend::tch(None).is_some_and(|d| d == device)
+}
+
 /// One function per backend; `None` when its feature is off.
 mod backend {
     use burn::prelude::Device;

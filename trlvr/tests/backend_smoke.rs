@@ -56,3 +56,61 @@ fn bigram_policy_scores_and_trains() {
     let grads = lp.sum().backward();
     assert!(model.table.val().grad(&grads).is_some());
 }
+
+/// Sampling where the logits live (what the engine does on an accelerator) draws what the
+/// host sampler draws from the same uniforms.
+#[test]
+fn device_sampling_agrees_with_the_host() {
+    use rand::Rng;
+    use trlvr::schedule::row_rng;
+    let other = other_device();
+    let (rows, vocab) = (16, 50);
+    let host: Vec<f32> = (0..rows * vocab).map(|i| ((i * 7919 % 101) as f32 / 101.0 - 0.5) * 8.0).collect();
+    let logits = Tensor::<2>::from_data(TensorData::new(host.clone(), [rows, vocab]), &other);
+    for s in [Sampling::training(), Sampling::evaluation(), Sampling::greedy()] {
+        let draws: Vec<f64> = (0..rows as u64).map(|r| row_rng(3, r).random::<f64>()).collect();
+        let got = s.sample_rows(logits.clone(), &draws).unwrap();
+        for (r, (token, lp)) in got.into_iter().enumerate() {
+            let (want, want_lp) =
+                s.sample(&host[r * vocab..(r + 1) * vocab], &mut row_rng(3, r as u64)).unwrap();
+            assert_eq!(token, want, "{s:?} row {r}");
+            assert!((lp - want_lp).abs() < 1e-5);
+        }
+    }
+}
+
+/// The tandem engine on this backend, sampling on the device and on the host: same
+/// rollouts, and the same as on flex.
+#[test]
+fn rollouts_agree_across_backends_and_sampling_places() {
+    let texts: Vec<String> =
+        (0..8).map(|i| if i % 2 == 0 { format!(" w{i}") } else { format!("p{i}") }).collect();
+    let classes = TokenClasses::from_texts(&texts, &[7]).unwrap();
+    let table: Vec<f32> = (0..64).map(|i| ((i * 37 % 17) as f32 - 8.0) / 3.0).collect();
+    let models = |device: &Device| {
+        let t = Tensor::<2>::from_data(TensorData::new(table.clone(), [8, 8]), device);
+        (BigramLm::from_tensor(t.clone()), BigramLm::from_tensor(t.flip([0])))
+    };
+    let run = |device: &Device, host_sampling| {
+        let (senior, junior) = models(device);
+        let config = RolloutConfig {
+            group_size: 4,
+            max_new_tokens: 20,
+            seed: 2,
+            host_sampling,
+            ..RolloutConfig::default()
+        };
+        RolloutEngine::new(&senior, &junior, &classes, config)
+            .unwrap()
+            .generate(&[vec![0, 1], vec![3]], &WordBoundary::default())
+            .unwrap()
+    };
+    let flex = run(&parse_device("flex").unwrap(), Some(true));
+    for host_sampling in [Some(true), Some(false)] {
+        let other = run(&other_device(), host_sampling);
+        for (a, b) in flex.iter().zip(&other) {
+            assert_eq!((&a.tokens, &a.owners), (&b.tokens, &b.owners), "{host_sampling:?}");
+            assert!(a.log_probs.iter().zip(&b.log_probs).all(|(x, y)| (x - y).abs() < 1e-5));
+        }
+    }
+}

@@ -120,6 +120,16 @@ fn every_catch_up_mode_gives_the_same_rollouts() {
     assert_eq!(lazy, piggyback);
     assert_eq!(lazy, eager);
     assert_eq!(run(CatchUp::Piggyback, false).0, lazy, "concurrency changes nothing");
+    // Sampling where the logits are draws the same tokens (same uniforms, same rule).
+    let on_device = RolloutConfig { host_sampling: Some(false), ..config(4, 3, 30) };
+    let device_drawn = RolloutEngine::new(&senior, &junior, &classes, on_device)
+        .unwrap()
+        .generate(&prompts(), &WordBoundary::default())
+        .unwrap();
+    for (a, b) in device_drawn.iter().zip(&lazy) {
+        assert_eq!((&a.tokens, &a.owners, a.finish), (&b.tokens, &b.owners, b.finish));
+        assert!(a.log_probs.iter().zip(&b.log_probs).all(|(x, y)| (x - y).abs() < 1e-5));
+    }
     // Eager: both models read every token as it comes (the release's cost), missing at
     // most the last two of a row (written after that model's last pass). The others
     // read no more than that.
@@ -208,10 +218,12 @@ fn mismatched_vocabularies_are_refused() {
     let (senior, small) = (model(1, 0.0), BigramLm::random(VOCAB + 3, 1.0, &device));
     let err = RolloutEngine::new(&senior, &small, &classes, config(0, 1, 5)).unwrap_err();
     assert!(matches!(err, Error::Vocabulary(_)), "{err}");
-    let allowed = RolloutConfig { allow_vocab_prefix: true, ..config(0, 1, 5) };
-    let engine = RolloutEngine::new(&senior, &small, &classes, allowed).unwrap();
-    let rollouts = engine.generate(&prompts(), &TokenBernoulli::new(0.5).unwrap()).unwrap();
-    assert!(rollouts.iter().flat_map(|r| &r.tokens).all(|&t| (t as usize) < VOCAB));
+    for host_sampling in [Some(true), Some(false)] {
+        let allowed = RolloutConfig { allow_vocab_prefix: true, host_sampling, ..config(0, 1, 5) };
+        let engine = RolloutEngine::new(&senior, &small, &classes, allowed).unwrap();
+        let rollouts = engine.generate(&prompts(), &TokenBernoulli::new(0.5).unwrap()).unwrap();
+        assert!(rollouts.iter().flat_map(|r| &r.tokens).all(|&t| (t as usize) < VOCAB));
+    }
     let tiny = BigramLm::random(8, 1.0, &device);
     assert!(
         RolloutEngine::new(&tiny, &tiny, &classes, config(0, 1, 5)).is_err(),
@@ -228,6 +240,7 @@ proptest! {
     fn owners_replay_and_log_probs_match_teacher_forcing(
         seed in any::<u64>(), p in 0.0f64..=1.0, k in 1usize..6, g in 1usize..4, n_prompts in 1usize..4,
         max in 1usize..40, which in 0usize..3, other in any::<bool>(), mode in 0usize..3,
+        host_sampling in any::<Option<bool>>(),
     ) {
         let (senior, junior, classes) = (model(seed % 5, -1.0), model(seed % 7 + 10, -1.0), classes());
         let schedule: Box<dyn HandoffSchedule> = match which {
@@ -237,7 +250,7 @@ proptest! {
         };
         let prompts = &prompts()[..n_prompts];
         let catch_up = [CatchUp::Lazy, CatchUp::Piggyback, CatchUp::Eager][mode];
-        let cfg = RolloutConfig { other_log_probs: other, catch_up, ..config(seed, g, max) };
+        let cfg = RolloutConfig { other_log_probs: other, catch_up, host_sampling, ..config(seed, g, max) };
         let engine = RolloutEngine::new(&senior, &junior, &classes, cfg).unwrap();
         let rollouts = engine.generate(prompts, schedule.as_ref()).unwrap();
         prop_assert_eq!(rollouts.len(), n_prompts * g);

@@ -20,8 +20,11 @@ use serde::{Deserialize, Serialize};
 
 pub use sample::Sampling;
 
+use burn::prelude::{Int, Tensor, TensorData};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::device::is_host;
 use crate::model::{Feed, Partner, Session};
 use crate::schedule::{Finish, Handoff, HandoffSchedule, Next, row_rng};
 use crate::token::{Owner, TokenBatch, TokenId};
@@ -51,6 +54,10 @@ pub struct RolloutConfig {
     /// Run the senior's and the junior's calls of a step at once, on two threads
     /// (default). Off, they run one after the other, as the paper's release code does.
     pub concurrent: bool,
+    /// Where tokens are drawn: `Some(true)` on the host from logits read back,
+    /// `Some(false)` on the model's device (only ids and log-probs cross to the host);
+    /// `None` (default) picks the host for CPU devices and the device otherwise.
+    pub host_sampling: Option<bool>,
     /// Accept a senior and junior whose vocabulary sizes differ, sampling only from the
     /// shared prefix of ids. Off by default: a mismatch is an error.
     pub allow_vocab_prefix: bool,
@@ -66,6 +73,7 @@ impl Default for RolloutConfig {
             other_log_probs: false,
             catch_up: CatchUp::default(),
             concurrent: true,
+            host_sampling: None,
             allow_vocab_prefix: false,
         }
     }
@@ -230,7 +238,9 @@ impl<'m> RolloutEngine<'m> {
                 key,
             })
             .collect();
-        let mut sides = [Side::new(self.senior), Side::new(self.junior)];
+        let mut sides = [self.senior, self.junior].map(|model| {
+            Side::new(model, self.config.host_sampling.unwrap_or_else(|| is_host(&model.device())))
+        });
         let prompt_refs: Vec<&[TokenId]> = prompts.iter().map(Vec::as_slice).collect();
 
         loop {
@@ -384,13 +394,17 @@ struct Row {
 struct Side<'m> {
     model: &'m dyn Partner,
     session: Option<Session>,
-    /// Next-token logits at the end of each prompt, `[rows * vocab]`, from `start`.
-    start_logits: Vec<f32>,
+    /// Next-token logits at the end of each prompt copy, `[rows, vocab]`, from `start`.
+    start_logits: Option<Tensor<2>>,
+    /// Sample on the host from logits read back (CPU devices), or where the logits are.
+    on_host: bool,
+    /// `start_logits` on the host, read when first needed there.
+    start_host: Vec<f32>,
 }
 
 impl<'m> Side<'m> {
-    fn new(model: &'m dyn Partner) -> Self {
-        Self { model, session: None, start_logits: Vec::new() }
+    fn new(model: &'m dyn Partner, on_host: bool) -> Self {
+        Self { model, session: None, start_logits: None, on_host, start_host: Vec::new() }
     }
 
     /// Runs `step`: starts the session on first use, feeds the rows that read (one
@@ -409,37 +423,86 @@ impl<'m> Side<'m> {
         if step.own.is_empty() && step.feeds.is_empty() {
             return Ok(Vec::new());
         }
-        let width = self.model.vocab_size();
         if self.session.is_none() {
             let (session, logits) = self.model.start(prompts, g)?;
-            self.start_logits = to_host(logits)?;
+            self.start_logits = Some(logits);
             self.session = Some(session);
         }
+        let start = self.start_logits.clone().expect("started above");
         let fed = if step.feeds.is_empty() {
-            Vec::new()
+            None
         } else {
             let feeds: Vec<Feed<'_>> = step
                 .feeds
                 .iter()
                 .map(|f| Feed { row: f.row, tokens: &f.tokens, predict: f.predict })
                 .collect();
-            to_host(self.model.extend(self.session.as_mut().expect("started above"), &feeds)?)?
+            Some(self.model.extend(self.session.as_mut().expect("started above"), &feeds)?)
         };
-        // The logits of the fed own rows come first, in order.
+        // The logits of the fed own rows come first in `fed`, in order; the others'
+        // next tokens follow the prefill.
+        let fed_own: Vec<bool> = {
+            let mut k = 0;
+            step.own
+                .iter()
+                .map(|&i| {
+                    let fed = step.feeds.get(k).is_some_and(|f| f.row == i);
+                    k += usize::from(fed);
+                    fed
+                })
+                .collect()
+        };
+        let width = self.model.vocab_size();
+        if self.on_host {
+            let fed = fed.map(to_host).transpose()?.unwrap_or_default();
+            if fed_own.iter().any(|f| !f) && self.start_host.is_empty() {
+                self.start_host = to_host(start)?;
+            }
+            let mut k = 0;
+            return step
+                .own
+                .iter()
+                .zip(&fed_own)
+                .zip(rngs)
+                .map(|((&i, &was_fed), rng)| {
+                    let logits = if was_fed {
+                        k += 1;
+                        &fed[(k - 1) * width..][..vocab]
+                    } else {
+                        &self.start_host[i * width..][..vocab]
+                    };
+                    sampling.sample(logits, rng)
+                })
+                .collect();
+        }
+        // On an accelerator: gather the own rows' logits there and sample there; one
+        // uniform per row from its stream, as the host sampler draws.
+        let rows = start.dims()[0];
+        let (pool, k_fed) = match fed {
+            Some(fed) => {
+                let k = fed.dims()[0];
+                (Tensor::cat(vec![fed, start], 0), k)
+            }
+            None => (start, 0),
+        };
         let mut k = 0;
-        step.own
+        let index: Vec<i64> = step
+            .own
             .iter()
-            .zip(rngs)
-            .map(|(&i, rng)| {
-                let logits = if step.feeds.get(k).is_some_and(|f| f.row == i) {
-                    k += 1;
-                    &fed[(k - 1) * width..][..vocab]
-                } else {
-                    &self.start_logits[i * width..][..vocab]
-                };
-                sampling.sample(logits, rng)
+            .zip(&fed_own)
+            .map(|(&i, &was_fed)| {
+                k += usize::from(was_fed);
+                if was_fed { k as i64 - 1 } else { (k_fed + i) as i64 }
             })
-            .collect()
+            .collect();
+        debug_assert!(index.iter().all(|&x| (x as usize) < k_fed + rows));
+        let index = Tensor::<1, Int>::from_data(TensorData::new(index, [step.own.len()]), &pool.device());
+        let logits = pool.select(0, index).slice([0..step.own.len(), 0..vocab]);
+        let draws: Vec<f64> = rngs
+            .into_iter()
+            .map(|rng| if sampling.temperature > 0.0 { rng.random::<f64>() } else { 0.0 })
+            .collect();
+        sampling.sample_rows(logits, &draws)
     }
 }
 
@@ -468,7 +531,7 @@ fn slot(owner: Owner) -> usize {
     }
 }
 
-fn to_host(logits: burn::prelude::Tensor<2>) -> Result<Vec<f32>> {
+fn to_host(logits: Tensor<2>) -> Result<Vec<f32>> {
     logits.try_into_vec_as::<f32>().map_err(|e| Error::Read(format!("{e:?}")))
 }
 

@@ -1,5 +1,8 @@
 //! Sampling one token from a row of logits: temperature, then top-k, then top-p.
 
+use burn::prelude::*;
+use burn::tensor::FloatDType;
+use burn::tensor::activation::log_softmax;
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 
@@ -105,6 +108,64 @@ impl Sampling {
         Ok((chosen as TokenId, log_prob(chosen)))
     }
 
+    /// Draws one token per row of `logits` where they live (only ids and log-probs
+    /// come back to the host), row `r` by inverse CDF at `draws[r]` in `[0, 1)`: the
+    /// same rule as [`Sampling::sample`] with the same uniform, up to float rounding.
+    /// The CDF is summed in f64, so no token's share is lost to rounding.
+    ///
+    /// # Shapes
+    /// - `logits`: `[rows, vocab]`, `draws`: `rows` values
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] if a row's logits hold NaN or no finite value;
+    /// [`Error::Shape`] if `draws` does not match the rows.
+    pub fn sample_rows(&self, logits: Tensor<2>, draws: &[f64]) -> Result<Vec<(TokenId, f32)>> {
+        let [rows, vocab] = logits.dims();
+        if draws.len() != rows {
+            return Err(Error::Shape(format!("{} draws for {rows} rows", draws.len())));
+        }
+        if rows == 0 {
+            return Ok(Vec::new());
+        }
+        let device = logits.device();
+        let t = if self.temperature > 0.0 { self.temperature } else { 1.0 };
+        let log_p = log_softmax(logits / f64::from(t), 1); // [rows, vocab]
+        let chosen = if self.temperature == 0.0 {
+            log_p.clone().argmax(1)
+        } else {
+            let u = Tensor::<2>::from_data(TensorData::new(draws.to_vec(), [rows, 1]), &device);
+            // Inverse CDF: the first id whose cumulative weight passes u × total.
+            let pick = |weights: Tensor<2>| {
+                let cdf = weights.cast(FloatDType::F64).cumsum(1);
+                let total = cdf.clone().slice([0..rows, vocab - 1..vocab]);
+                let passed =
+                    cdf.lower_equal(u.clone().cast(FloatDType::F64).mul(total).expand([rows, vocab]));
+                passed.int().sum_dim(1).clamp_max((vocab - 1) as i64)
+            };
+            if self.top_k == 0 && self.top_p >= 1.0 {
+                pick(log_p.clone().exp())
+            } else {
+                // Sorted most likely first; keep the first k, and those before the
+                // cumulative probability reaches top-p.
+                let (sorted, ids) = log_p.clone().exp().sort_descending_with_indices(1);
+                let k = if self.top_k == 0 { vocab } else { self.top_k.min(vocab) };
+                let rank = Tensor::<1, Int>::arange(0..vocab as i64, &device)
+                    .unsqueeze_dim::<2>(0)
+                    .expand([rows, vocab]);
+                let before = sorted.clone().cumsum(1) - sorted.clone();
+                let keep = rank.lower_elem(k as i64).bool_and(before.lower_elem(f64::from(self.top_p)));
+                ids.gather(1, pick(sorted.mask_fill(keep.bool_not(), 0.0)))
+            }
+        }; // [rows, 1]
+        let log_prob = log_p.gather(1, chosen.clone());
+        let ids: Vec<i64> = chosen.try_into_vec_as::<i64>().map_err(|e| Error::Read(format!("{e:?}")))?;
+        let lps: Vec<f32> = log_prob.try_into_vec_as::<f32>().map_err(|e| Error::Read(format!("{e:?}")))?;
+        if let Some(r) = lps.iter().position(|lp| !lp.is_finite()) {
+            return Err(Error::NonFinite(format!("row {r}: NaN or no finite logit")));
+        }
+        Ok(ids.into_iter().zip(lps).map(|(id, lp)| (id as TokenId, lp)).collect())
+    }
+
     /// Candidate ids after top-k and top-p, most likely first.
     fn truncate(&self, weights: &[f32], total: f64) -> Vec<usize> {
         let mut ids: Vec<usize> = (0..weights.len()).collect();
@@ -166,6 +227,39 @@ mod tests {
         let s = Sampling { temperature: 1.0, top_p: 0.8, top_k: 0 };
         let mut rng = row_rng(2, 0);
         assert!((0..500).all(|_| s.sample(&logits, &mut rng).unwrap().0 < 2));
+    }
+
+    #[test]
+    fn sampling_on_the_device_agrees_with_the_host() {
+        use rand::Rng;
+        let device = Device::default();
+        let (rows, vocab) = (64, 300);
+        device.seed(5);
+        let logits =
+            Tensor::<2>::random([rows, vocab], burn::tensor::Distribution::Normal(0.0, 3.0), &device);
+        let host: Vec<f32> = logits.clone().try_into_vec_as::<f32>().unwrap();
+        for s in [
+            Sampling::training(),
+            Sampling::evaluation(),
+            Sampling::greedy(),
+            Sampling { top_k: 3, ..Sampling::training() },
+        ] {
+            let mut rngs: Vec<_> = (0..rows as u64).map(|r| row_rng(9, r)).collect();
+            let want: Vec<(TokenId, f32)> = (0..rows)
+                .map(|r| s.sample(&host[r * vocab..(r + 1) * vocab], &mut rngs[r]).unwrap())
+                .collect();
+            let mut rngs: Vec<_> = (0..rows as u64).map(|r| row_rng(9, r)).collect();
+            let draws: Vec<f64> =
+                rngs.iter_mut().map(|g| if s.temperature > 0.0 { g.random::<f64>() } else { 0.0 }).collect();
+            let got = s.sample_rows(logits.clone(), &draws).unwrap();
+            for (r, (w, g)) in want.iter().zip(&got).enumerate() {
+                assert_eq!(w.0, g.0, "{s:?} row {r}");
+                assert!((w.1 - g.1).abs() < 1e-5, "{s:?} row {r}: {} vs {}", w.1, g.1);
+            }
+        }
+        assert!(Sampling::training().sample_rows(logits.clone(), &[0.5]).is_err(), "one draw per row");
+        let nan = Tensor::<2>::from_floats([[0.0, f32::NAN, 1.0]], &device);
+        assert!(Sampling::training().sample_rows(nan, &[0.5]).is_err());
     }
 
     #[test]
