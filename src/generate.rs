@@ -8,6 +8,7 @@ use trlvr::device::parse_device;
 use trlvr::prelude::*;
 
 use crate::model::Loaded;
+use crate::options::SamplingArgs;
 
 /// Arguments of `trlvr generate`.
 #[derive(Debug, clap::Args)]
@@ -24,18 +25,9 @@ pub struct Args {
     /// Response cap in tokens.
     #[arg(long, default_value_t = 128)]
     max_new_tokens: usize,
-    /// Sampling temperature; 0 is greedy.
-    #[arg(long, default_value_t = 0.0)]
-    temperature: f32,
-    /// Nucleus sampling mass (1 = off).
-    #[arg(long, default_value_t = 1.0)]
-    top_p: f32,
-    /// Keep this many most likely tokens (0 = off).
-    #[arg(long, default_value_t = 0)]
-    top_k: usize,
-    /// Seed of the sampler.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    /// Sampling (greedy unless `--temperature` is given).
+    #[command(flatten)]
+    sampling: SamplingArgs,
     /// flex, cuda[:N], tch, tch-cuda[:N].
     #[arg(long, default_value = "flex")]
     device: String,
@@ -50,8 +42,8 @@ pub fn run(args: &Args) -> Result<()> {
     let config = RolloutConfig {
         group_size: 1,
         max_new_tokens: args.max_new_tokens,
-        sampling: Sampling { temperature: args.temperature, top_p: args.top_p, top_k: args.top_k },
-        seed: args.seed,
+        sampling: args.sampling.sampling(0.0),
+        seed: args.sampling.seed,
         ..RolloutConfig::default()
     };
     let start = std::time::Instant::now();

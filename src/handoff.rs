@@ -5,17 +5,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use clap::ValueEnum;
 use trlvr::prelude::*;
 use trlvr::schedule::replay;
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Schedule {
-    Solo,
-    Word,
-    Token,
-    Step,
-}
+use crate::options::ScheduleArgs;
 
 /// Arguments of `trlvr handoff`.
 #[derive(Debug, clap::Args)]
@@ -26,15 +19,9 @@ pub struct Args {
     /// Text to tokenize and replay (reads standard input when absent).
     #[arg(long)]
     text: Option<String>,
-    /// Which schedule.
-    #[arg(long, value_enum, default_value = "word")]
-    schedule: Schedule,
-    /// Probability that the senior wins a draw (word, token).
-    #[arg(long, default_value_t = 0.5)]
-    p_sen: f64,
-    /// K: redraw after this many tokens without one (word).
-    #[arg(long, default_value_t = 32)]
-    max_gap: usize,
+    /// The schedule.
+    #[command(flatten)]
+    schedule: ScheduleArgs,
     /// Seed of the row's random stream.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -67,37 +54,24 @@ pub fn run(args: &Args) -> Result<()> {
         bail!("no text given (use --text or standard input)");
     }
     let ids = tokenizer.encode(text.as_str(), false).map_err(|e| anyhow::anyhow!("{e}"))?.get_ids().to_vec();
-    let schedule: Box<dyn HandoffSchedule> = match args.schedule {
-        Schedule::Solo => Box::new(Solo::senior()),
-        Schedule::Word => Box::new(WordBoundary::new(args.p_sen, args.max_gap)?),
-        Schedule::Token => Box::new(TokenBernoulli::new(args.p_sen)?),
-        Schedule::Step => Box::new(StepAlternation::default()),
-    };
+    let schedule = args.schedule.build()?;
     let (owners, finish) = replay(schedule.as_ref(), &classes, &ids, args.seed, 0);
 
     let mut out = std::io::stdout().lock();
-    let mut previous = None;
-    for (&id, &owner) in ids.iter().zip(&owners) {
-        let piece = tokenizer.decode(&[id], false).map_err(|e| anyhow::anyhow!("{e}"))?;
-        if args.json {
+    if args.json {
+        for (&id, &owner) in ids.iter().zip(&owners) {
+            let piece = tokenizer.decode(&[id], false).map_err(|e| anyhow::anyhow!("{e}"))?;
             let line = serde_json::json!({
                 "id": id, "text": piece, "owner": owner,
                 "word_start": classes.is_word_start(id),
             });
             writeln!(out, "{line}")?;
-        } else {
-            if previous != Some(owner) {
-                write!(out, "{}", if owner == Owner::Senior { "[S]" } else { "[J]" })?;
-            }
-            write!(out, "{piece}")?;
         }
-        previous = Some(owner);
+    } else {
+        writeln!(out, "{}", marked(&tokenizer, &ids, &owners)?)?;
     }
     let senior = owners.iter().filter(|&&o| o == Owner::Senior).count();
     let handoffs = owners.windows(2).filter(|w| w[0] != w[1]).count();
-    if !args.json {
-        writeln!(out)?;
-    }
     eprintln!(
         "{} tokens, {} senior ({:.1}%), {} handoffs, schedule {}{}",
         owners.len(),
@@ -108,4 +82,19 @@ pub fn run(args: &Args) -> Result<()> {
         finish.map(|f| format!(", stopped: {f:?}")).unwrap_or_default()
     );
     Ok(())
+}
+
+/// The text of `ids` with each owner's run marked `[S]` (senior) or `[J]` (junior). Runs
+/// are decoded whole, so a character split over tokens stays whole.
+pub fn marked(tokenizer: &tokenizers::Tokenizer, ids: &[TokenId], owners: &[Owner]) -> Result<String> {
+    let mut text = String::new();
+    let mut start = 0;
+    for end in 1..=ids.len() {
+        if end == ids.len() || owners[end] != owners[start] {
+            text.push_str(if owners[start] == Owner::Senior { "[S]" } else { "[J]" });
+            text.push_str(&tokenizer.decode(&ids[start..end], false).map_err(|e| anyhow::anyhow!("{e}"))?);
+            start = end;
+        }
+    }
+    Ok(text)
 }

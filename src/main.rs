@@ -4,8 +4,10 @@ mod generate;
 mod handoff;
 mod input;
 mod model;
+mod options;
 mod plugins;
 mod score;
+mod tandem;
 mod verify;
 
 use anyhow::Result;
@@ -27,6 +29,8 @@ enum Command {
     Handoff(handoff::Args),
     /// Generate an answer with one model (HF directory or GGUF file).
     Generate(generate::Args),
+    /// A senior and a junior co-write answers; each token is marked with its author.
+    Tandem(tandem::Args),
     /// Teacher-forced log-probs and mean cross-entropy of texts under a model.
     Score(score::Args),
     /// Check answers against references with the math verifier.
@@ -40,6 +44,7 @@ fn main() -> Result<()> {
         Command::Handoff(args) => handoff::run(&args),
         Command::Plugins(args) => plugins::run(&args),
         Command::Generate(args) => generate::run(&args),
+        Command::Tandem(args) => tandem::run(&args),
         Command::Score(args) => score::run(&args),
         Command::Verify(args) => verify::run(&args),
     }

@@ -137,3 +137,82 @@ fn score_gives_per_token_log_probs_and_cross_entropy() {
     assert!(by_line(4)["tokens"].as_u64().unwrap() <= 3);
     assert!(by_line(4)["log_probs"][0].as_f64().unwrap() > -3.0, "{}", by_line(4));
 }
+
+#[test]
+fn tandem_marks_each_author_and_replays() {
+    let model = smollm2();
+    let args = [
+        "tandem",
+        "--senior",
+        &model,
+        "--prompt",
+        "Count from one to ten in words.",
+        "--group",
+        "2",
+        "--max-new-tokens",
+        "40",
+        "--seed",
+        "5",
+        "--json",
+    ];
+    let (code, out, err) = trlvr(&args, "");
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    for line in &lines {
+        let owners: Vec<String> =
+            line["owners"].as_array().unwrap().iter().map(|o| o.as_str().unwrap().to_string()).collect();
+        let tokens = line["tokens"].as_array().unwrap();
+        assert_eq!(owners.len(), tokens.len());
+        assert!(tokens.len() <= 40 && !tokens.is_empty());
+        assert_eq!(line["log_probs"].as_array().unwrap().len(), tokens.len());
+        // The marks in the text follow the owners: one mark per run.
+        let runs = 1 + owners.windows(2).filter(|w| w[0] != w[1]).count();
+        let text = line["text"].as_str().unwrap();
+        assert_eq!(text.matches("[S]").count() + text.matches("[J]").count(), runs, "{text}");
+        let share = owners.iter().filter(|o| *o == "senior").count() as f64 / owners.len() as f64;
+        assert!((share - line["senior_share"].as_f64().unwrap()).abs() < 1e-9);
+    }
+    // Both authors write at p_sen 0.5 over 80 tokens; the same seed gives the same rollouts.
+    assert!(out.contains(r#""junior""#) && out.contains(r#""senior""#), "{out}");
+    let (_, again, _) = trlvr(&args, "");
+    assert_eq!(again, out);
+    // A senior-only schedule marks nothing but [S].
+    let (code, out, err) = trlvr(
+        &[
+            "tandem",
+            "--senior",
+            &model,
+            "--prompt",
+            "Hi",
+            "--group",
+            "1",
+            "--max-new-tokens",
+            "8",
+            "--p-sen",
+            "1",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("[S]") && !out.contains("[J]"), "{out}");
+}
+
+#[test]
+fn tandem_refuses_partners_with_other_vocabularies() {
+    // A tiny Qwen3 checkpoint with the Qwen3 tokenizer, against SmolLM2's tokenizer.
+    let root = env!("CARGO_MANIFEST_DIR");
+    let dir = std::env::temp_dir().join(format!("trlvr-cli-qwen3-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["config.json", "model.safetensors"] {
+        std::fs::copy(format!("{root}/trlvr-models/tests/fixtures/qwen3-tiny-tied/{file}"), dir.join(file))
+            .unwrap();
+    }
+    std::fs::copy(format!("{root}/assets/qwen3-tokenizer/tokenizer.json"), dir.join("tokenizer.json"))
+        .unwrap();
+    let junior = dir.to_str().unwrap();
+    let (code, _, err) = trlvr(&["tandem", "--senior", &smollm2(), "--junior", junior, "--prompt", "Hi"], "");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_ne!(code, 0);
+    assert!(err.contains("different tokenizers") && err.contains(junior), "{err}");
+}

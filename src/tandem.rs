@@ -1,0 +1,130 @@
+//! `trlvr tandem`: a senior and a junior co-write answers to a prompt, each token marked
+//! with its author.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use clap::ValueEnum;
+use trlvr::device::parse_device;
+use trlvr::prelude::*;
+
+use crate::handoff::marked;
+use crate::model::Loaded;
+use crate::options::{SamplingArgs, ScheduleArgs};
+
+/// How the idle model catches up (see `trlvr::rollout::CatchUp`).
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum CatchUpName {
+    Lazy,
+    Piggyback,
+    Eager,
+}
+
+/// Arguments of `trlvr tandem`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The senior: a Hugging Face model directory or a .gguf file.
+    #[arg(long)]
+    senior: PathBuf,
+    /// The junior (default: the senior again, self-paired); same tokenizer.
+    #[arg(long)]
+    junior: Option<PathBuf>,
+    /// The user message.
+    #[arg(long)]
+    prompt: String,
+    /// Use the prompt as is, without the chat template.
+    #[arg(long)]
+    raw: bool,
+    /// G: rollouts of the prompt.
+    #[arg(long, default_value_t = 4)]
+    group: usize,
+    /// Response cap in tokens, shared by both models.
+    #[arg(long, default_value_t = 256)]
+    max_new_tokens: usize,
+    /// The handoff schedule.
+    #[command(flatten)]
+    schedule: ScheduleArgs,
+    /// Sampling (temperature 0.6 unless given, as in training).
+    #[command(flatten)]
+    sampling: SamplingArgs,
+    /// When the idle model reads the other's tokens.
+    #[arg(long, value_enum, default_value = "piggyback")]
+    catch_up: CatchUpName,
+    /// flex, cuda[:N], tch, tch-cuda[:N].
+    #[arg(long, default_value = "flex")]
+    device: String,
+    /// One JSON line per rollout (tokens, owners, log-probs, ...) instead of marked text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs the command.
+pub fn run(args: &Args) -> Result<()> {
+    let device = parse_device(&args.device)?;
+    let senior = Loaded::from_path(&args.senior, &device)?;
+    let junior = match &args.junior {
+        Some(path) => Some(Loaded::from_path(path, &device)?),
+        None => None,
+    };
+    if let Some(junior) = &junior
+        && junior.tokenizer.get_vocab(true) != senior.tokenizer.get_vocab(true)
+    {
+        bail!(
+            "{} and {} have different tokenizers; a tandem needs one vocabulary",
+            args.senior.display(),
+            args.junior.as_ref().expect("junior given").display()
+        );
+    }
+    let junior_model = junior.as_ref().map_or(&senior.decoder, |j| &j.decoder);
+    let classes = TokenClasses::from_tokenizer(&senior.tokenizer, &senior.eos)?;
+    let prompt = senior.prompt(&args.prompt, args.raw)?;
+    let config = RolloutConfig {
+        group_size: args.group,
+        max_new_tokens: args.max_new_tokens,
+        sampling: args.sampling.sampling(Sampling::training().temperature),
+        seed: args.sampling.seed,
+        catch_up: match args.catch_up {
+            CatchUpName::Lazy => CatchUp::Lazy,
+            CatchUpName::Piggyback => CatchUp::Piggyback,
+            CatchUpName::Eager => CatchUp::Eager,
+        },
+        ..RolloutConfig::default()
+    };
+    let schedule = args.schedule.build()?;
+    let engine = RolloutEngine::new(&senior.decoder, junior_model, &classes, config)?;
+    let start = std::time::Instant::now();
+    let rollouts = engine.generate(&[prompt], schedule.as_ref())?;
+    let seconds = start.elapsed().as_secs_f64();
+
+    let mut out = std::io::stdout().lock();
+    for (i, r) in rollouts.iter().enumerate() {
+        // The text without its stopping EOS marker.
+        let shown = r.tokens.len() - usize::from(r.finish == Finish::Eos);
+        let text = marked(&senior.tokenizer, &r.tokens[..shown], &r.owners[..shown])?;
+        if args.json {
+            let line = serde_json::json!({
+                "rollout": i, "row_key": r.row_key, "text": text, "tokens": r.tokens, "owners": r.owners,
+                "log_probs": r.log_probs, "finish": r.finish, "senior_share": r.senior_share(),
+            });
+            writeln!(out, "{line}")?;
+        } else {
+            writeln!(
+                out,
+                "--- rollout {i} ({} tokens, senior {:.0}%, stopped: {:?})",
+                r.tokens.len(),
+                100.0 * r.senior_share(),
+                r.finish
+            )?;
+            writeln!(out, "{text}")?;
+        }
+    }
+    let tokens: usize = rollouts.iter().map(|r| r.tokens.len()).sum();
+    eprintln!(
+        "{} rollouts, {tokens} tokens in {seconds:.2} s ({:.1} tok/s), schedule {}",
+        rollouts.len(),
+        tokens as f64 / seconds,
+        schedule.name()
+    );
+    Ok(())
+}
