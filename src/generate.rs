@@ -9,6 +9,7 @@ use trlvr::prelude::*;
 
 use crate::model::Loaded;
 use crate::options::SamplingArgs;
+use crate::progress::{rollout_bar, show};
 
 /// Arguments of `trlvr generate`.
 #[derive(Debug, clap::Args)]
@@ -47,8 +48,13 @@ pub fn run(args: &Args) -> Result<()> {
         ..RolloutConfig::default()
     };
     let start = std::time::Instant::now();
-    let rollout =
-        RolloutEngine::solo(&model.decoder, &classes, config)?.generate(&[prompt], &Solo::senior())?;
+    let bar = rollout_bar(args.max_new_tokens);
+    let rollout = RolloutEngine::solo(&model.decoder, &classes, config)?.generate_with(
+        &[prompt],
+        &Solo::senior(),
+        &mut |p| show(&bar, p),
+    )?;
+    bar.finish_and_clear();
     let rollout = &rollout[0];
     let seconds = start.elapsed().as_secs_f64();
     let mut tokens = rollout.tokens.as_slice();

@@ -6,6 +6,7 @@ mod input;
 mod model;
 mod options;
 mod plugins;
+mod progress;
 mod score;
 mod tandem;
 mod verify;

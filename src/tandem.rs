@@ -12,6 +12,7 @@ use trlvr::prelude::*;
 use crate::handoff::marked;
 use crate::model::Loaded;
 use crate::options::{SamplingArgs, ScheduleArgs};
+use crate::progress::{rollout_bar, show};
 
 /// How the idle model catches up (see `trlvr::rollout::CatchUp`).
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -94,7 +95,9 @@ pub fn run(args: &Args) -> Result<()> {
     let schedule = args.schedule.build()?;
     let engine = RolloutEngine::new(&senior.decoder, junior_model, &classes, config)?;
     let start = std::time::Instant::now();
-    let rollouts = engine.generate(&[prompt], schedule.as_ref())?;
+    let bar = rollout_bar(args.max_new_tokens);
+    let rollouts = engine.generate_with(&[prompt], schedule.as_ref(), &mut |p| show(&bar, p))?;
+    bar.finish_and_clear();
     let seconds = start.elapsed().as_secs_f64();
 
     let mut out = std::io::stdout().lock();

@@ -94,7 +94,7 @@ pub mod prelude {
     pub use crate::objective::{
         Aggregation, Grpo, GrpoConfig, KlEstimator, Objective, ObjectiveBatch, ObjectiveOutput,
     };
-    pub use crate::rollout::{CatchUp, Rollout, RolloutConfig, RolloutEngine, Sampling};
+    pub use crate::rollout::{CatchUp, Progress, Rollout, RolloutConfig, RolloutEngine, Sampling};
     pub use crate::schedule::{
         Finish, Handoff, HandoffSchedule, HandoffState, Next, Solo, StepAlternation, TokenBernoulli,
         WordBoundary,

@@ -163,6 +163,24 @@ fn a_model_with_nothing_to_write_is_not_called() {
 }
 
 #[test]
+fn progress_follows_every_step() {
+    let (senior, junior, classes) = (model(13, -0.5), model(14, -0.5), classes());
+    let engine = RolloutEngine::new(&senior, &junior, &classes, config(6, 3, 25)).unwrap();
+    let mut seen: Vec<Progress> = Vec::new();
+    let rollouts = engine.generate_with(&prompts(), &WordBoundary::default(), &mut |p| seen.push(p)).unwrap();
+    assert_eq!(rollouts, engine.generate(&prompts(), &WordBoundary::default()).unwrap());
+    let longest = rollouts.iter().map(|r| r.tokens.len()).max().unwrap();
+    assert_eq!(seen.len(), longest, "one report per step");
+    for (i, p) in seen.iter().enumerate() {
+        assert_eq!((p.steps, p.rows), (i + 1, 9));
+        // Rows still writing after step i are those longer than i + 1 tokens.
+        assert_eq!(p.live, rollouts.iter().filter(|r| r.tokens.len() > i + 1).count());
+        assert_eq!(p.tokens, rollouts.iter().map(|r| r.tokens.len().min(i + 1)).sum::<usize>());
+    }
+    assert_eq!(seen.last().unwrap().live, 0);
+}
+
+#[test]
 fn eos_from_either_model_and_the_length_cap_end_rows() {
     let classes = classes();
     // The junior ends rows at once; the senior never would.

@@ -103,6 +103,19 @@ pub enum CatchUp {
     Eager,
 }
 
+/// Where a [`RolloutEngine::generate_with`] call stands, after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Steps taken; each live row writes one token per step.
+    pub steps: usize,
+    /// Rows still writing.
+    pub live: usize,
+    /// Rows in all (prompts × G).
+    pub rows: usize,
+    /// Tokens written so far, all rows together.
+    pub tokens: usize,
+}
+
 /// One finished rollout: the response only (the prompt is `prompts[prompt]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rollout {
@@ -217,6 +230,20 @@ impl<'m> RolloutEngine<'m> {
     /// [`Error::Shape`] for an empty prompt list or an empty prompt; model errors; NaN
     /// logits.
     pub fn generate(&self, prompts: &[Vec<TokenId>], schedule: &dyn HandoffSchedule) -> Result<Vec<Rollout>> {
+        self.generate_with(prompts, schedule, &mut |_| {})
+    }
+
+    /// As [`RolloutEngine::generate`], calling `on_step` after every step (for progress
+    /// bars and logs: long rollouts take minutes on a CPU).
+    ///
+    /// # Errors
+    /// As [`RolloutEngine::generate`].
+    pub fn generate_with(
+        &self,
+        prompts: &[Vec<TokenId>],
+        schedule: &dyn HandoffSchedule,
+        on_step: &mut dyn FnMut(Progress),
+    ) -> Result<Vec<Rollout>> {
         if prompts.is_empty() || prompts.iter().any(Vec::is_empty) {
             return Err(Error::Shape("need at least one prompt, none empty".into()));
         }
@@ -242,6 +269,7 @@ impl<'m> RolloutEngine<'m> {
             Side::new(model, self.config.host_sampling.unwrap_or_else(|| is_host(&model.device())))
         });
         let prompt_refs: Vec<&[TokenId]> = prompts.iter().map(Vec::as_slice).collect();
+        let mut progress = Progress { steps: 0, live: rows.len(), rows: rows.len(), tokens: 0 };
 
         loop {
             // 1. Each model's step: the live rows it writes, and what every row it feeds
@@ -296,6 +324,10 @@ impl<'m> RolloutEngine<'m> {
                     };
                 }
             }
+            progress.steps += 1;
+            progress.tokens += steps.iter().map(|step| step.own.len()).sum::<usize>();
+            progress.live = rows.iter().filter(|r| r.finish.is_none()).count();
+            on_step(progress);
         }
 
         let other =
