@@ -272,10 +272,10 @@ impl<'m> RolloutEngine<'m> {
         let mut progress = Progress { steps: 0, live: rows.len(), rows: rows.len(), tokens: 0 };
 
         loop {
-            // 1. Each model's step: the live rows it writes, and what every row it feeds
+            // 1. Each model's plan: the live rows it writes, and what every row it feeds
             //    reads (own rows first; see `CatchUp` for the others).
-            let steps = [Owner::Senior, Owner::Junior].map(|owner| self.plan(&rows, owner));
-            if steps.iter().all(|step| step.own.is_empty()) {
+            let plans = [Owner::Senior, Owner::Junior].map(|owner| self.plan(&rows, owner));
+            if plans.iter().all(|plan| plan.own.is_empty()) {
                 break;
             }
             // 2. Both models read, predict and sample their own rows, at once (two
@@ -286,7 +286,7 @@ impl<'m> RolloutEngine<'m> {
             }
             let [senior_side, junior_side] = &mut sides;
             let [senior_rngs, junior_rngs] = rngs;
-            let [senior_plan, junior_plan] = &steps;
+            let [senior_plan, junior_plan] = &plans;
             let sampling = &self.config.sampling;
             let vocab = self.vocab;
             let senior_step = || senior_side.step(&prompt_refs, g, senior_plan, senior_rngs, sampling, vocab);
@@ -304,13 +304,13 @@ impl<'m> RolloutEngine<'m> {
             let drawn = [senior_drawn?, junior_drawn?];
             // 3. Record what each model read, then append each row's token and advance
             //    its schedule.
-            for (owner, step) in [Owner::Senior, Owner::Junior].into_iter().zip(&steps) {
-                for feed in &step.feeds {
+            for (owner, plan) in [Owner::Senior, Owner::Junior].into_iter().zip(&plans) {
+                for feed in &plan.feeds {
                     rows[feed.row].read[slot(owner)] = rows[feed.row].tokens.len();
                 }
             }
-            for ((owner, step), drawn) in [Owner::Senior, Owner::Junior].into_iter().zip(&steps).zip(drawn) {
-                for (&i, (token, log_prob)) in step.own.iter().zip(drawn) {
+            for ((owner, plan), drawn) in [Owner::Senior, Owner::Junior].into_iter().zip(&plans).zip(drawn) {
+                for (&i, (token, log_prob)) in plan.own.iter().zip(drawn) {
                     let row = &mut rows[i];
                     row.tokens.push(token);
                     row.owners.push(owner);
@@ -325,7 +325,7 @@ impl<'m> RolloutEngine<'m> {
                 }
             }
             progress.steps += 1;
-            progress.tokens += steps.iter().map(|step| step.own.len()).sum::<usize>();
+            progress.tokens += plans.iter().map(|plan| plan.own.len()).sum::<usize>();
             progress.live = rows.iter().filter(|r| r.finish.is_none()).count();
             on_step(progress);
         }
@@ -349,7 +349,7 @@ impl<'m> RolloutEngine<'m> {
 
     /// What `owner`'s model does in the next step: the live rows it writes and the
     /// unread tokens of the rows it feeds.
-    fn plan(&self, rows: &[Row], owner: Owner) -> Step {
+    fn plan(&self, rows: &[Row], owner: Owner) -> Plan {
         let live = || rows.iter().enumerate().filter(|(_, r)| r.finish.is_none());
         let own: Vec<usize> = live().filter(|(_, r)| r.handoff.author() == owner).map(|(i, _)| i).collect();
         // Others' rows: none (lazy, or nothing to write this step), read only
@@ -370,7 +370,7 @@ impl<'m> RolloutEngine<'m> {
             }));
         }
         feeds.retain(|f| !f.tokens.is_empty());
-        Step { own, feeds }
+        Plan { own, feeds }
     }
 
     /// Each token's log-prob under the model that did not write it, by one
@@ -439,7 +439,7 @@ impl<'m> Side<'m> {
         Self { model, session: None, start_logits: None, on_host, start_host: Vec::new() }
     }
 
-    /// Runs `step`: starts the session on first use, feeds the rows that read (one
+    /// Runs `plan`: starts the session on first use, feeds the rows that read (one
     /// fused call) and samples a token for each own row, with that row's `rngs` entry.
     /// Own rows that read nothing (only right after the prompt) use the prefill's
     /// logits. A model with nothing to do does nothing.
@@ -447,12 +447,12 @@ impl<'m> Side<'m> {
         &mut self,
         prompts: &[&[TokenId]],
         g: usize,
-        step: &Step,
+        plan: &Plan,
         rngs: Vec<&mut ChaCha8Rng>,
         sampling: &Sampling,
         vocab: usize,
     ) -> Result<Vec<(TokenId, f32)>> {
-        if step.own.is_empty() && step.feeds.is_empty() {
+        if plan.own.is_empty() && plan.feeds.is_empty() {
             return Ok(Vec::new());
         }
         if self.session.is_none() {
@@ -461,10 +461,10 @@ impl<'m> Side<'m> {
             self.session = Some(session);
         }
         let start = self.start_logits.clone().expect("started above");
-        let fed = if step.feeds.is_empty() {
+        let fed = if plan.feeds.is_empty() {
             None
         } else {
-            let feeds: Vec<Feed<'_>> = step
+            let feeds: Vec<Feed<'_>> = plan
                 .feeds
                 .iter()
                 .map(|f| Feed { row: f.row, tokens: &f.tokens, predict: f.predict })
@@ -475,10 +475,10 @@ impl<'m> Side<'m> {
         // next tokens follow the prefill.
         let fed_own: Vec<bool> = {
             let mut k = 0;
-            step.own
+            plan.own
                 .iter()
                 .map(|&i| {
-                    let fed = step.feeds.get(k).is_some_and(|f| f.row == i);
+                    let fed = plan.feeds.get(k).is_some_and(|f| f.row == i);
                     k += usize::from(fed);
                     fed
                 })
@@ -491,7 +491,7 @@ impl<'m> Side<'m> {
                 self.start_host = to_host(start)?;
             }
             let mut k = 0;
-            return step
+            return plan
                 .own
                 .iter()
                 .zip(&fed_own)
@@ -518,7 +518,7 @@ impl<'m> Side<'m> {
             None => (start, 0),
         };
         let mut k = 0;
-        let index: Vec<i64> = step
+        let index: Vec<i64> = plan
             .own
             .iter()
             .zip(&fed_own)
@@ -528,8 +528,8 @@ impl<'m> Side<'m> {
             })
             .collect();
         debug_assert!(index.iter().all(|&x| (x as usize) < k_fed + rows));
-        let index = Tensor::<1, Int>::from_data(TensorData::new(index, [step.own.len()]), &pool.device());
-        let logits = pool.select(0, index).slice([0..step.own.len(), 0..vocab]);
+        let index = Tensor::<1, Int>::from_data(TensorData::new(index, [plan.own.len()]), &pool.device());
+        let logits = pool.select(0, index).slice([0..plan.own.len(), 0..vocab]);
         let draws: Vec<f64> = rngs
             .into_iter()
             .map(|rng| if sampling.temperature > 0.0 { rng.random::<f64>() } else { 0.0 })
@@ -540,7 +540,7 @@ impl<'m> Side<'m> {
 
 /// One model's work in one step of the engine.
 #[derive(Debug)]
-struct Step {
+struct Plan {
     /// Live rows it writes, in order.
     own: Vec<usize>,
     /// Rows that read tokens, own rows first (in `own` order).
