@@ -98,14 +98,17 @@ fn pair(
     let eager = time(&engine(CatchUp::Eager, true), prompt, &word, reps);
     let lazy = time(&engine(CatchUp::Lazy, true), prompt, &word, reps);
     let c = time(&trlvr, prompt, &word, reps);
+    // Every catch-up mode writes the same rollouts, so the same number of tokens.
+    assert!([&b, &eager, &lazy].iter().all(|t| t.tokens == c.tokens), "tandem lengths differ");
     println!(
-        "| {name} | {:.2} s ({:.0} tok/s) | {:.2} s | {:.2} s | {:.2} s | {:.2} s | {:.2} | {:.2} |",
+        "| {name} | {:.2} s ({} tok) | {:.2} s | {:.2} s | {:.2} s | {:.2} s ({} tok) | {:.2} | {:.2} |",
         a.seconds,
-        a.tokens as f64 / a.seconds,
+        a.tokens,
         b.seconds,
         eager.seconds,
         lazy.seconds,
         c.seconds,
+        c.tokens,
         c.seconds / a.seconds,
         c.seconds / b.seconds
     );
