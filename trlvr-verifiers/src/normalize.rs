@@ -59,6 +59,7 @@ fn pass(s: &str) -> String {
         .replace("\\$", "")
         .replace('$', "");
     let s = thousands_bang(&s);
+    let s = repeating_decimals(&s);
     let s = commands(&s);
     let s = s.replace(['%', '~'], " ");
     let s = unbrace_scripts(&s);
@@ -70,6 +71,55 @@ fn pass(s: &str) -> String {
     let s = choice_letter(&s);
     let s = thousands_plain(&s);
     mixed_slash(&s)
+}
+
+/// A repeating decimal becomes the fraction it equals: `0.\overline{3}` ->
+/// `\frac{3}{9}`, `1.2\overline{34}` -> `\frac{1222}{990}` (`A.B` then the repeating
+/// block `C`: `(ABC - AB) / (10^|B| (10^|C| - 1))`). Blocks too long for exact integers
+/// are left alone.
+fn repeating_decimals(s: &str) -> String {
+    const MARK: &str = r"\overline";
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find(MARK) {
+        let (before, after) = rest.split_at(at);
+        let after = &after[MARK.len()..];
+        // The repeating block: `{digits}` or one digit.
+        let block = match after.strip_prefix('{') {
+            Some(inner) => inner.find('}').map(|end| (&inner[..end], &inner[end + 1..])),
+            None => after.trim_start().get(..1).map(|d| (d, &after.trim_start()[1..])),
+        };
+        // The digits before it: `A.B` right at the end of `before`.
+        let fixed_len = before.bytes().rev().take_while(u8::is_ascii_digit).count();
+        let fixed = &before[before.len() - fixed_len..];
+        let head = &before[..before.len() - fixed_len];
+        let whole_len =
+            head.strip_suffix('.').map_or(0, |h| h.bytes().rev().take_while(u8::is_ascii_digit).count());
+        match block {
+            Some((c, tail))
+                if !c.is_empty()
+                    && c.bytes().all(|b| b.is_ascii_digit())
+                    && head.ends_with('.')
+                    && whole_len + fixed_len + c.len() <= 30 =>
+            {
+                let start = head.len() - 1 - whole_len;
+                let (a, b) = (&head[start..head.len() - 1], fixed);
+                let number = |digits: &str| digits.parse::<u128>().unwrap_or(0);
+                let num = number(&format!("{a}{b}{c}")) - number(&format!("{a}{b}"));
+                let den = 10u128.pow(b.len() as u32) * (10u128.pow(c.len() as u32) - 1);
+                out.push_str(&head[..start]);
+                out.push_str(&format!("\\frac{{{num}}}{{{den}}}"));
+                rest = tail;
+            }
+            _ => {
+                out.push_str(before);
+                out.push_str(MARK);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A trigonometric function of a number of degrees becomes a function of radians
@@ -530,6 +580,12 @@ mod tests {
             (r"\cos(60^{\circ}) + 30^\circ", r"\cos(60\pi/180)+30"),
             (r"\tan{45^\circ", r"\tan{45"),
             (r"50\%", "50"),
+            (r"0.\overline{3}", r"\frac{3}{9}"),
+            (r"0.1\overline{6}", r"\frac{15}{90}"),
+            (r"1.2\overline{34}", r"\frac{1222}{990}"),
+            (r".\overline{27}", r"\frac{27}{99}"),
+            (r"x = 2.\overline 5", r"x=\frac{23}{9}"),
+            (r"\overline{AB}", r"\overline{AB}"),
             (r"\text{Evelyn}", "Evelyn"),
             (r"\textbf{(C)}", "C"),
             ("5.", "5"),

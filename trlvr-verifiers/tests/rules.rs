@@ -140,8 +140,18 @@ fn fractions_and_mixed_numbers() {
             (r"-2\frac{1}{2}", "-2.5"),
             (r"137 \frac{1}{2}", "275/2"),
             (r"\frac{1}{3}", r"\frac{2}{6}"),
+            (r"\frac{1}{3}", r"0.\overline{3}"),
+            (r"\frac{1}{6}", r"0.1\overline{6}"),
+            (r"\frac{611}{495}", r"1.2\overline{34}"),
+            ("1", r"0.\overline{9}"),
         ],
-        &[(r"\frac{1}{3}", "0.333"), (r"2\frac{1}{2}", "1"), (r"\frac{1}{2}", r"\frac{2}{1}")],
+        &[
+            (r"\frac{1}{3}", "0.333"),
+            (r"2\frac{1}{2}", "1"),
+            (r"\frac{1}{2}", r"\frac{2}{1}"),
+            (r"\frac{1}{3}", r"0.\overline{33}4"),
+            (r"\frac{1}{3}", r"0.\overline{4}"),
+        ],
     );
 }
 
