@@ -19,7 +19,8 @@ const MAX_PASSES: usize = 16;
 /// Normalises an extracted answer: LaTeX spacing, `\left`/`\right`, `$`, `\text{}` and
 /// friends, degrees, percent and currency signs, thousands separators, units and words
 /// after a number, `\dfrac`/`\tfrac`, `\frac12`/`\sqrt2` shorthands, the `2 1/2` mixed
-/// number, multiple-choice letters `(B)`, a trailing period, and spaces.
+/// number, repeating decimals `0.\overline{3}`, multiple-choice letters `(B)`, a trailing
+/// period, and spaces.
 ///
 /// ```
 /// use trlvr_verifiers::normalize;
