@@ -507,15 +507,17 @@ impl<'m> Side<'m> {
                 })
                 .collect();
         }
+        if plan.own.is_empty() {
+            return Ok(Vec::new());
+        }
         // On an accelerator: gather the own rows' logits there and sample there; one
-        // uniform per row from its stream, as the host sampler draws.
-        let rows = start.dims()[0];
-        let (pool, k_fed) = match fed {
-            Some(fed) => {
-                let k = fed.dims()[0];
-                (Tensor::cat(vec![fed, start], 0), k)
-            }
-            None => (start, 0),
+        // uniform per row from its stream, as the host sampler draws. The fed own rows'
+        // logits lead `fed`; the prefill's are appended only when a row needs them.
+        let k_fed = fed.as_ref().map_or(0, |f| f.dims()[0]);
+        let pool = match fed {
+            Some(fed) if fed_own.iter().all(|&f| f) => fed,
+            Some(fed) => Tensor::cat(vec![fed, start], 0),
+            None => start,
         };
         let mut k = 0;
         let index: Vec<i64> = plan
@@ -527,7 +529,6 @@ impl<'m> Side<'m> {
                 if was_fed { k as i64 - 1 } else { (k_fed + i) as i64 }
             })
             .collect();
-        debug_assert!(index.iter().all(|&x| (x as usize) < k_fed + rows));
         let index = Tensor::<1, Int>::from_data(TensorData::new(index, [plan.own.len()]), &pool.device());
         let logits = pool.select(0, index).slice([0..plan.own.len(), 0..vocab]);
         let draws: Vec<f64> = rngs
