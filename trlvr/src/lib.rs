@@ -3,7 +3,8 @@
 //! A trainable **senior** and a frozen, weaker **junior** co-write each rollout, handing
 //! off at word boundaries at random; the team's answer is rewarded; the GRPO loss is
 //! applied only to the tokens the senior wrote. This crate is the core: the five traits
-//! everything else plugs into, the masks, the handoff schedules and the GRPO objective.
+//! everything else plugs into, the masks, the handoff schedules, the tandem rollout
+//! engine and the GRPO objective.
 //!
 //! Data flows one way:
 //!
@@ -24,6 +25,7 @@
 //! | attention / response / ownership masks, the loss mask | [`mask`] |
 //! | word boundaries, paragraph ends, EOS ids | [`vocab`] |
 //! | a bigram test model | [`bigram`] |
+//! | devices by name (`flex`, `cuda:0`, `tch`) | [`device`] |
 //! | proptest strategies and invariant checks for plugins (feature `testing`) | `testing` |
 //!
 //! ## Example: the GRPO loss on your own tensors

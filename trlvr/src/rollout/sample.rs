@@ -1,4 +1,6 @@
-//! Sampling one token from a row of logits: temperature, then top-k, then top-p.
+//! Sampling a token from a row of logits: temperature, then top-k, then top-p; on the
+//! host ([`Sampling::sample`]) or where the logits live ([`Sampling::sample_rows`]), by
+//! the same inverse-CDF rule with the same uniform.
 
 use burn::prelude::*;
 use burn::tensor::FloatDType;
