@@ -1,13 +1,14 @@
 //! Tandem rollout cost, measured in one run on this machine (issue: tandem engine).
 //!
-//! For each senior/junior pair, at batch 8 (one prompt x G = 8), the same prompt and
+//! For each senior/junior pair, at batch 8 by default (one prompt x G), the same prompt and
 //! length budget, word schedule with p_sen = 0.5:
 //! (a) the senior solo; (b) the release's naive tandem: both models read every token as
 //! it is written, one model after the other; (c) trlvr's tandem with its defaults
 //! (piggyback catch-up, the two models' calls at once on two threads). Two more columns
 //! split (b) to (c): eager reading with concurrent models, and lazy catch-up.
 //!
-//! `cargo bench --bench rollout` (add `-- --quick` for a shorter run)
+//! `cargo bench --bench rollout` (add `-- --quick` for a shorter run, `-- --batch N` for
+//! another G)
 
 #![allow(clippy::print_stdout)] // a bench command reports on stdout
 
@@ -69,17 +70,26 @@ fn time(
     runs.swap_remove(reps / 2)
 }
 
+/// How each pair is run.
+#[derive(Clone, Copy)]
+struct Run {
+    batch: usize,
+    new_tokens: usize,
+    /// Runs per column; the median is reported.
+    reps: usize,
+}
+
 fn pair(
     name: &str,
     senior: &Decoder,
     junior: &Decoder,
     classes: &TokenClasses,
     prompt: &[TokenId],
-    new_tokens: usize,
-    reps: usize,
+    run: Run,
 ) {
+    let Run { batch, new_tokens, reps } = run;
     let rollout = |catch_up, concurrent| RolloutConfig {
-        group_size: 8,
+        group_size: batch,
         max_new_tokens: new_tokens,
         seed: 1,
         catch_up,
@@ -128,13 +138,19 @@ fn smollm2(device: &Device) -> (Decoder, tokenizers::Tokenizer) {
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let batch = args
+        .iter()
+        .position(|a| a == "--batch")
+        .map_or(8, |i| args.get(i + 1).and_then(|n| n.parse().ok()).expect("--batch N"));
     let device = Device::default();
     let new_tokens = if quick { 32 } else { 128 };
     println!(
-        "batch 8 (1 prompt x G 8), {new_tokens} new tokens, word schedule p_sen 0.5, flex CPU; \
+        "batch {batch} (1 prompt x G {batch}), {new_tokens} new tokens, word schedule p_sen 0.5, flex CPU; \
          tiny: median of 9 runs\n"
     );
+    let run = |reps| Run { batch, new_tokens, reps };
     println!(
         "| pair | (a) solo | (b) release: eager, one model at a time | eager, concurrent | lazy, concurrent | \
          (c) trlvr: piggyback, concurrent | (c)/(a) | (c)/(b) |"
@@ -142,7 +158,7 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|");
     let tiny = config("qwen3", 2, 128, 4, 2, 384, 4096).init(&device);
     let tiny_prompt: Vec<TokenId> = (0..32).map(|i| (i * 37 % 4095) as TokenId).collect();
-    pair("tiny Qwen3 (2 x 128), self-paired", &tiny, &tiny, &classes(4096), &tiny_prompt, new_tokens, 9);
+    pair("tiny Qwen3 (2 x 128), self-paired", &tiny, &tiny, &classes(4096), &tiny_prompt, run(9));
     // Real weights and word boundaries. EOS is set to an id the model does not emit in
     // this prompt's continuation, so every run writes the same number of tokens.
     let (smol, tokenizer) = smollm2(&device);
@@ -152,7 +168,7 @@ fn main() {
                     <|im_start|>assistant\n";
     let prompt = tokenizer.encode(question, false).expect("encode").get_ids().to_vec();
     let classes = TokenClasses::from_tokenizer(&tokenizer, &[49151]).expect("classes");
-    pair("SmolLM2-135M, self-paired", &smol, &smol, &classes, &prompt, new_tokens, 1);
+    pair("SmolLM2-135M, self-paired", &smol, &smol, &classes, &prompt, run(1));
     let junior = config("llama", 6, 192, 3, 1, 512, 49152).init(&device);
-    pair("SmolLM2-135M + 6 x 192 junior (~8x smaller)", &smol, &junior, &classes, &prompt, new_tokens, 1);
+    pair("SmolLM2-135M + 6 x 192 junior (~8x smaller)", &smol, &junior, &classes, &prompt, run(1));
 }
