@@ -168,7 +168,10 @@ fn main() {
                     <|im_start|>assistant\n";
     let prompt = tokenizer.encode(question, false).expect("encode").get_ids().to_vec();
     let classes = TokenClasses::from_tokenizer(&tokenizer, &[49151]).expect("classes");
-    pair("SmolLM2-135M, self-paired", &smol, &smol, &classes, &prompt, run(1));
+    // Two copies, as in training (the senior moves away from the frozen junior), so the
+    // models do not share weights in the caches.
+    let (smol_junior, _) = smollm2(&device);
+    pair("SmolLM2-135M, self-paired", &smol, &smol_junior, &classes, &prompt, run(1));
     let junior = config("llama", 6, 192, 3, 1, 512, 49152).init(&device);
     pair("SmolLM2-135M + 6 x 192 junior (~8x smaller)", &smol, &junior, &classes, &prompt, run(1));
 }
