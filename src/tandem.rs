@@ -8,6 +8,7 @@ use anyhow::{Result, bail};
 use clap::ValueEnum;
 use trlvr::device::parse_device;
 use trlvr::prelude::*;
+use trlvr_verifiers::check;
 
 use crate::handoff::marked;
 use crate::model::Loaded;
@@ -52,6 +53,10 @@ pub struct Args {
     /// When the idle model reads the other's tokens.
     #[arg(long, value_enum, default_value = "piggyback")]
     catch_up: CatchUpName,
+    /// The reference answer: each rollout's answer is checked with the math verifier
+    /// (MATH-style extraction: `\boxed{}`, "the answer is", ...), the team's reward.
+    #[arg(long)]
+    answer: Option<String>,
     /// flex, cuda[:N], tch, tch-cuda[:N].
     #[arg(long, default_value = "flex")]
     device: String,
@@ -101,15 +106,25 @@ pub fn run(args: &Args) -> Result<()> {
     let seconds = start.elapsed().as_secs_f64();
 
     let mut out = std::io::stdout().lock();
+    let mut correct = 0;
     for (i, r) in rollouts.iter().enumerate() {
         // The text without its stopping EOS marker.
         let shown = r.tokens.len() - usize::from(r.finish == Finish::Eos);
         let text = marked(&senior.tokenizer, &r.tokens[..shown], &r.owners[..shown])?;
+        let verdict = match &args.answer {
+            Some(answer) => Some(check(answer, &senior.decode(&r.tokens[..shown])?)),
+            None => None,
+        };
+        correct += usize::from(verdict.as_ref().is_some_and(|v| v.equal));
         if args.json {
-            let line = serde_json::json!({
+            let mut line = serde_json::json!({
                 "rollout": i, "row_key": r.row_key, "text": text, "tokens": r.tokens, "owners": r.owners,
                 "log_probs": r.log_probs, "finish": r.finish, "senior_share": r.senior_share(),
             });
+            if let Some(v) = &verdict {
+                line["answer"] = serde_json::json!(v.pred);
+                line["correct"] = serde_json::json!(v.equal);
+            }
             writeln!(out, "{line}")?;
         } else {
             writeln!(
@@ -120,7 +135,13 @@ pub fn run(args: &Args) -> Result<()> {
                 r.finish
             )?;
             writeln!(out, "{text}")?;
+            if let Some(v) = &verdict {
+                writeln!(out, "answer: {} ({})", v.pred.as_deref().unwrap_or("none"), v.reason)?;
+            }
         }
+    }
+    if args.answer.is_some() {
+        eprintln!("{correct}/{} correct", rollouts.len());
     }
     let tokens: usize = rollouts.iter().map(|r| r.tokens.len()).sum();
     eprintln!(

@@ -177,6 +177,16 @@ fn tandem_marks_each_author_and_replays() {
     assert!(out.contains(r#""junior""#) && out.contains(r#""senior""#), "{out}");
     let (_, again, _) = trlvr(&args, "");
     assert_eq!(again, out);
+    // With a reference answer, each rollout's answer is checked.
+    let mut checked = args.to_vec();
+    checked.extend(["--answer", "ten"]);
+    let (code, out, err) = trlvr(&checked, "");
+    assert_eq!(code, 0, "{err}");
+    for line in out.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()) {
+        assert!(line["correct"].is_boolean() && line.get("answer").is_some(), "{line}");
+    }
+    let correct = out.matches(r#""correct":true"#).count();
+    assert!(err.contains(&format!("{correct}/2 correct")), "{err}");
     // A senior-only schedule marks nothing but [S].
     let (code, out, err) = trlvr(
         &[
