@@ -56,6 +56,8 @@ pub fn run(args: &Args) -> Result<()> {
     let ids = tokenizer.encode(text.as_str(), false).map_err(|e| anyhow::anyhow!("{e}"))?.get_ids().to_vec();
     let schedule = args.schedule.build()?;
     let (owners, finish) = replay(schedule.as_ref(), &classes, &ids, args.seed, 0);
+    // The row ends where the schedule stops it (EOS, round cap); the rest is not written.
+    let ids = &ids[..owners.len()];
 
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -68,7 +70,7 @@ pub fn run(args: &Args) -> Result<()> {
             writeln!(out, "{line}")?;
         }
     } else {
-        writeln!(out, "{}", marked(&tokenizer, &ids, &owners)?)?;
+        writeln!(out, "{}", marked(&tokenizer, ids, &owners)?)?;
     }
     let senior = owners.iter().filter(|&&o| o == Owner::Senior).count();
     let handoffs = owners.windows(2).filter(|w| w[0] != w[1]).count();
@@ -84,15 +86,26 @@ pub fn run(args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// The text of `ids` with each owner's run marked `[S]` (senior) or `[J]` (junior). Runs
-/// are decoded whole, so a character split over tokens stays whole.
+/// The text of `ids` with each owner's run marked `[S]` (senior) or `[J]` (junior).
+///
+/// Each run's text is what it adds to the decoded prefix, so spaces a decoder drops at
+/// the start of a text (SentencePiece's) stay; a character split over a handoff shows as
+/// U+FFFD in the run that holds its first bytes.
 pub fn marked(tokenizer: &tokenizers::Tokenizer, ids: &[TokenId], owners: &[Owner]) -> Result<String> {
+    let decode = |ids: &[TokenId]| tokenizer.decode(ids, false).map_err(|e| anyhow::anyhow!("{e}"));
     let mut text = String::new();
+    let mut prefix = String::new();
     let mut start = 0;
-    for end in 1..=ids.len() {
-        if end == ids.len() || owners[end] != owners[start] {
+    for end in 1..=ids.len().min(owners.len()) {
+        if end == ids.len().min(owners.len()) || owners[end] != owners[start] {
+            let upto = decode(&ids[..end])?;
+            let run = match upto.strip_prefix(prefix.as_str()) {
+                Some(added) => added.to_string(),
+                None => decode(&ids[start..end])?,
+            };
             text.push_str(if owners[start] == Owner::Senior { "[S]" } else { "[J]" });
-            text.push_str(&tokenizer.decode(&ids[start..end], false).map_err(|e| anyhow::anyhow!("{e}"))?);
+            text.push_str(&run);
+            prefix = upto;
             start = end;
         }
     }

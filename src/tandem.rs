@@ -50,6 +50,10 @@ pub struct Args {
     /// Sampling (temperature 0.6 unless given, as in training).
     #[command(flatten)]
     sampling: SamplingArgs,
+    /// Allow a senior and junior whose vocabulary sizes differ (e.g. Qwen2.5-7B with
+    /// 152064 ids and 1.5B with 151936, one tokenizer): only the shared ids are sampled.
+    #[arg(long)]
+    allow_vocab_prefix: bool,
     /// When the idle model reads the other's tokens.
     #[arg(long, value_enum, default_value = "piggyback")]
     catch_up: CatchUpName,
@@ -95,6 +99,7 @@ pub fn run(args: &Args) -> Result<()> {
             CatchUpName::Piggyback => CatchUp::Piggyback,
             CatchUpName::Eager => CatchUp::Eager,
         },
+        allow_vocab_prefix: args.allow_vocab_prefix,
         ..RolloutConfig::default()
     };
     let schedule = args.schedule.build()?;

@@ -59,6 +59,11 @@ fn handoff_marks_owners_on_real_text() {
     assert_eq!(code, 0, "{err}");
     // Step alternation: the senior writes the first paragraph, the junior the second.
     assert!(out.starts_with("[S]One two three.\n\n[J]Four five."), "{out}");
+    // The row ends at EOS; what follows is not marked.
+    let (code, out, err) = trlvr(&["handoff", "--text", "Hi<|im_end|> more words", "--p-sen", "1"], "");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim_end(), "[S]Hi<|im_end|>");
+    assert!(err.contains("stopped: Eos"), "{err}");
     let (code, out, _) = trlvr(&["handoff", "--text", "a b c d e f", "--json", "--p-sen", "1"], "");
     assert_eq!(code, 0);
     assert!(out.lines().all(|l| l.contains(r#""owner":"senior""#)));

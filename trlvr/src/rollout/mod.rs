@@ -7,12 +7,15 @@
 //! the decode of its other rows ([`CatchUp`] says whether a model that runs anyway also
 //! reads the other rows' new tokens on the way). A model with nothing to write does no
 //! work, and a model whose turn never comes (the junior under
-//! [`Solo`](crate::schedule::Solo)) is never started. Each prompt is prefilled once and
-//! shared by its G rollouts. The two models' calls of a step run at once, on two threads.
+//! [`Solo`](crate::schedule::Solo)) is never started (except by [`CatchUp::Eager`], the
+//! release's cost). Each prompt is prefilled once and shared by its G rollouts. The two
+//! models' calls of a step run at once, on two threads.
 //!
 //! Determinism: each row owns two random streams (schedule, sampling) keyed by the seed,
-//! the prompt's tokens, its occurrence and the copy index, so a row's tokens never depend
-//! on the batch around it.
+//! the prompt's tokens, its occurrence and the copy index, so a row's tokens do not
+//! depend on the batch around it. One caveat: under [`CatchUp::Piggyback`] whether a
+//! model reads a row's tokens one by one or as a chunk depends on the other rows; on
+//! flex the two agree bit for bit (tested), on other backends up to float rounding.
 
 mod sample;
 
@@ -21,7 +24,6 @@ use serde::{Deserialize, Serialize};
 pub use sample::Sampling;
 
 use burn::prelude::{Int, Tensor, TensorData};
-use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::device::is_host;
@@ -55,8 +57,9 @@ pub struct RolloutConfig {
     /// (default). Off, they run one after the other, as the paper's release code does.
     pub concurrent: bool,
     /// Where tokens are drawn: `Some(true)` on the host from logits read back,
-    /// `Some(false)` on the model's device (only ids and log-probs cross to the host);
-    /// `None` (default) picks the host for CPU devices and the device otherwise.
+    /// `Some(false)` on the model's device (only ids and log-probs cross to the host,
+    /// except with top-k/top-p: see [`Sampling::sample_rows`]); `None` (default) picks
+    /// the host for CPU devices and the device otherwise.
     pub host_sampling: Option<bool>,
     /// Accept a senior and junior whose vocabulary sizes differ, sampling only from the
     /// shared prefix of ids. Off by default: a mismatch is an error.
@@ -81,7 +84,8 @@ impl Default for RolloutConfig {
 
 /// When a model reads the tokens of rows it is not writing.
 ///
-/// Every mode gives the same rollouts (the caches stay exact); they differ in cost.
+/// Every mode gives the same rollouts (the caches stay exact; on backends where a chunked
+/// read rounds differently from one-token reads, up to that rounding); they differ in cost.
 /// Every model must read every token of a row before it next writes there, so the
 /// modes move the same tokens; what changes is how they are grouped into calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -531,10 +535,7 @@ impl<'m> Side<'m> {
             .collect();
         let index = Tensor::<1, Int>::from_data(TensorData::new(index, [plan.own.len()]), &pool.device());
         let logits = pool.select(0, index).slice([0..plan.own.len(), 0..vocab]);
-        let draws: Vec<f64> = rngs
-            .into_iter()
-            .map(|rng| if sampling.temperature > 0.0 { rng.random::<f64>() } else { 0.0 })
-            .collect();
+        let draws: Vec<f64> = rngs.into_iter().map(|rng| sampling.uniform(rng)).collect();
         sampling.sample_rows(logits, &draws)
     }
 }

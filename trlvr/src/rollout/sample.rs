@@ -3,8 +3,8 @@
 //! the same inverse-CDF rule with the same uniform.
 
 use burn::prelude::*;
-use burn::tensor::FloatDType;
 use burn::tensor::activation::log_softmax;
+use burn::tensor::{DType, FloatDType};
 use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 
@@ -67,6 +67,21 @@ impl Sampling {
     /// # Errors
     /// [`Error::NonFinite`] if the logits hold NaN or no finite value.
     pub fn sample(&self, logits: &[f32], rng: &mut dyn RngCore) -> Result<(TokenId, f32)> {
+        self.sample_at(logits, self.uniform(rng))
+    }
+
+    /// The uniform in `[0, 1)` a draw takes from `rng`: one per sampled token, none when
+    /// greedy.
+    pub fn uniform(&self, rng: &mut dyn RngCore) -> f64 {
+        if self.temperature > 0.0 { rng.random::<f64>() } else { 0.0 }
+    }
+
+    /// As [`Sampling::sample`], with the uniform `u` in `[0, 1)` given (ignored when
+    /// greedy): the token where `u` falls in the cumulative weights of the candidates.
+    ///
+    /// # Errors
+    /// As [`Sampling::sample`].
+    pub fn sample_at(&self, logits: &[f32], u: f64) -> Result<(TokenId, f32)> {
         if logits.iter().any(|x| x.is_nan()) {
             return Err(Error::NonFinite("NaN in logits".into()));
         }
@@ -85,8 +100,8 @@ impl Sampling {
         }
         // Inverse CDF over the candidates (all ids when untruncated, without listing
         // them); rounding past the end lands on the last candidate that can be drawn.
-        let draw = |ids: &mut dyn Iterator<Item = usize>, mass: f64, rng: &mut dyn RngCore| {
-            let mut u = rng.random::<f64>() * mass;
+        let draw = |ids: &mut dyn Iterator<Item = usize>, mass: f64| {
+            let mut u = u * mass;
             let mut last = 0;
             for i in ids {
                 let w = f64::from(weights[i]);
@@ -101,19 +116,22 @@ impl Sampling {
             last
         };
         let chosen = if self.top_k == 0 && self.top_p >= 1.0 {
-            draw(&mut (0..weights.len()), total, rng)
+            draw(&mut (0..weights.len()), total)
         } else {
             let candidates = self.truncate(&weights, total);
             let mass: f64 = candidates.iter().map(|&i| f64::from(weights[i])).sum();
-            draw(&mut candidates.into_iter(), mass, rng)
+            draw(&mut candidates.into_iter(), mass)
         };
         Ok((chosen as TokenId, log_prob(chosen)))
     }
 
-    /// Draws one token per row of `logits` where they live (only ids and log-probs
-    /// come back to the host), row `r` by inverse CDF at `draws[r]` in `[0, 1)`: the
-    /// same rule as [`Sampling::sample`] with the same uniform, up to float rounding.
-    /// The CDF is summed in f64, so no token's share is lost to rounding.
+    /// Draws one token per row of `logits` where they live, row `r` at the uniform
+    /// `draws[r]` in `[0, 1)` (see [`Sampling::uniform`]): the rule of
+    /// [`Sampling::sample_at`], up to float rounding, with only ids and log-probs coming
+    /// back to the host. The cumulative weights are summed in f64 so that no token's share
+    /// is lost to rounding. With top-k or top-p the logits are read back and each row is
+    /// drawn on the host, exactly as there (a device sort is not on every backend and
+    /// would break ties differently).
     ///
     /// # Shapes
     /// - `logits`: `[rows, vocab]`, `draws`: `rows` values
@@ -129,35 +147,22 @@ impl Sampling {
         if rows == 0 {
             return Ok(Vec::new());
         }
+        if self.temperature > 0.0 && (self.top_k > 0 || self.top_p < 1.0) {
+            let host = logits.try_into_vec_as::<f32>().map_err(|e| Error::Read(format!("{e:?}")))?;
+            return host.chunks(vocab).zip(draws).map(|(row, &u)| self.sample_at(row, u)).collect();
+        }
         let device = logits.device();
         let t = if self.temperature > 0.0 { self.temperature } else { 1.0 };
         let log_p = log_softmax(logits / f64::from(t), 1); // [rows, vocab]
         let chosen = if self.temperature == 0.0 {
             log_p.clone().argmax(1)
         } else {
-            let u = Tensor::<2>::from_data(TensorData::new(draws.to_vec(), [rows, 1]), &device);
-            // Inverse CDF: the first id whose cumulative weight passes u × total.
-            let pick = |weights: Tensor<2>| {
-                let cdf = weights.cast(FloatDType::F64).cumsum(1);
-                let total = cdf.clone().slice([0..rows, vocab - 1..vocab]);
-                let passed =
-                    cdf.lower_equal(u.clone().cast(FloatDType::F64).mul(total).expand([rows, vocab]));
-                passed.int().sum_dim(1).clamp_max((vocab - 1) as i64)
-            };
-            if self.top_k == 0 && self.top_p >= 1.0 {
-                pick(log_p.clone().exp())
-            } else {
-                // Sorted most likely first; keep the first k, and those before the
-                // cumulative probability reaches top-p.
-                let (sorted, ids) = log_p.clone().exp().sort_descending_with_indices(1);
-                let k = if self.top_k == 0 { vocab } else { self.top_k.min(vocab) };
-                let rank = Tensor::<1, Int>::arange(0..vocab as i64, &device)
-                    .unsqueeze_dim::<2>(0)
-                    .expand([rows, vocab]);
-                let before = sorted.clone().cumsum(1) - sorted.clone();
-                let keep = rank.lower_elem(k as i64).bool_and(before.lower_elem(f64::from(self.top_p)));
-                ids.gather(1, pick(sorted.mask_fill(keep.bool_not(), 0.0)))
-            }
+            // Inverse CDF in f64: the first id whose cumulative weight passes u × total.
+            let u = Tensor::<2>::from_data(TensorData::new(draws.to_vec(), [rows, 1]), (&device, DType::F64));
+            let cdf = log_p.clone().exp().cast(FloatDType::F64).cumsum(1);
+            let total = cdf.clone().slice([0..rows, vocab - 1..vocab]);
+            let passed = cdf.lower_equal(u.mul(total).expand([rows, vocab]));
+            passed.int().sum_dim(1).clamp_max((vocab - 1) as i64)
         }; // [rows, 1]
         let log_prob = log_p.gather(1, chosen.clone());
         let ids: Vec<i64> = chosen.try_into_vec_as::<i64>().map_err(|e| Error::Read(format!("{e:?}")))?;
@@ -233,7 +238,6 @@ mod tests {
 
     #[test]
     fn sampling_on_the_device_agrees_with_the_host() {
-        use rand::Rng;
         let device = Device::default();
         let (rows, vocab) = (64, 300);
         device.seed(5);
@@ -251,14 +255,26 @@ mod tests {
                 .map(|r| s.sample(&host[r * vocab..(r + 1) * vocab], &mut rngs[r]).unwrap())
                 .collect();
             let mut rngs: Vec<_> = (0..rows as u64).map(|r| row_rng(9, r)).collect();
-            let draws: Vec<f64> =
-                rngs.iter_mut().map(|g| if s.temperature > 0.0 { g.random::<f64>() } else { 0.0 }).collect();
+            let draws: Vec<f64> = rngs.iter_mut().map(|g| s.uniform(g)).collect();
             let got = s.sample_rows(logits.clone(), &draws).unwrap();
             for (r, (w, g)) in want.iter().zip(&got).enumerate() {
                 assert_eq!(w.0, g.0, "{s:?} row {r}");
                 assert!((w.1 - g.1).abs() < 1e-5, "{s:?} row {r}: {} vs {}", w.1, g.1);
             }
         }
+        // The uniform keeps its f64 precision: just below the boundary between two equal
+        // tokens is still the first one (an f32 uniform would round onto the boundary).
+        let even = Tensor::<2>::from_floats([[0.0, 0.0]], &device);
+        let u = 0.5 - 1e-12;
+        assert_eq!(Sampling::training().sample_at(&[0.0, 0.0], u).unwrap().0, 0);
+        assert_eq!(Sampling::training().sample_rows(even, &[u]).unwrap()[0].0, 0);
+        // Ties under top-k/top-p go to the lower id, as on the host.
+        let tied = Tensor::<2>::from_floats([[2.0, 2.0, 0.0]], &device);
+        let eval = Sampling::evaluation();
+        assert_eq!(
+            eval.sample_rows(tied, &[0.25]).unwrap(),
+            vec![eval.sample_at(&[2.0, 2.0, 0.0], 0.25).unwrap()]
+        );
         assert!(Sampling::training().sample_rows(logits.clone(), &[0.5]).is_err(), "one draw per row");
         let nan = Tensor::<2>::from_floats([[0.0, f32::NAN, 1.0]], &device);
         assert!(Sampling::training().sample_rows(nan, &[0.5]).is_err());
