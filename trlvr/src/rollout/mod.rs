@@ -14,8 +14,9 @@
 //! Determinism: each row owns two random streams (schedule, sampling) keyed by the seed,
 //! the prompt's tokens, its occurrence and the copy index, so a row's tokens do not
 //! depend on the batch around it. One caveat: under [`CatchUp::Piggyback`] whether a
-//! model reads a row's tokens one by one or as a chunk depends on the other rows; on
-//! flex the two agree bit for bit (tested), on other backends up to float rounding.
+//! model reads a row's tokens one by one or as a chunk depends on the other rows; the two
+//! agree up to float rounding (bit for bit on the test models), so a token can differ
+//! only where that rounding decides the draw.
 
 mod sample;
 
