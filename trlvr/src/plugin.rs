@@ -3,7 +3,7 @@
 //!
 //! A plugin crate declares each item once with [`inventory::submit!`] of a
 //! [`Registration`]. Linked into a program (as a dependency), it registers itself. To be
-//! loadable at run time it also calls [`export_plugin!`] once: an inventory inside a
+//! loadable at run time it also calls [`export_plugin!`](crate::export_plugin) once: an inventory inside a
 //! `dlopen`ed library does not reach the host's, so loading goes through an explicit
 //! entry point. The host reads the library's [`PluginDeclaration`], checks the ABI,
 //! compiler and trlvr version before touching anything else, then
@@ -91,7 +91,7 @@ pub struct Registration {
 inventory::collect!(Registration);
 
 /// What a loadable plugin exports as the symbol `TRLVR_PLUGIN`; written by
-/// [`export_plugin!`]. Only the first three fields are read before the versions match.
+/// [`export_plugin!`](crate::export_plugin). Only the first three fields are read before the versions match.
 #[repr(C)]
 #[derive(Debug)]
 pub struct PluginDeclaration {
