@@ -435,13 +435,11 @@ struct Side<'m> {
     start_logits: Option<Tensor<2>>,
     /// Sample on the host from logits read back (CPU devices), or where the logits are.
     on_host: bool,
-    /// `start_logits` on the host, read when first needed there.
-    start_host: Vec<f32>,
 }
 
 impl<'m> Side<'m> {
     fn new(model: &'m dyn Partner, on_host: bool) -> Self {
-        Self { model, session: None, start_logits: None, on_host, start_host: Vec::new() }
+        Self { model, session: None, start_logits: None, on_host }
     }
 
     /// Runs `plan`: starts the session on first use, feeds the rows that read (one
@@ -465,7 +463,6 @@ impl<'m> Side<'m> {
             self.start_logits = Some(logits);
             self.session = Some(session);
         }
-        let start = self.start_logits.clone().expect("started above");
         let fed = if plan.feeds.is_empty() {
             None
         } else {
@@ -476,66 +473,31 @@ impl<'m> Side<'m> {
                 .collect();
             Some(self.model.extend(self.session.as_mut().expect("started above"), &feeds)?)
         };
-        // The logits of the fed own rows come first in `fed`, in order; the others'
-        // next tokens follow the prefill.
-        let fed_own: Vec<bool> = {
-            let mut k = 0;
-            plan.own
-                .iter()
-                .map(|&i| {
-                    let fed = plan.feeds.get(k).is_some_and(|f| f.row == i);
-                    k += usize::from(fed);
-                    fed
-                })
-                .collect()
-        };
-        let width = self.model.vocab_size();
-        if self.on_host {
-            let fed = fed.map(to_host).transpose()?.unwrap_or_default();
-            if fed_own.iter().any(|f| !f) && self.start_host.is_empty() {
-                self.start_host = to_host(start)?;
-            }
-            let mut k = 0;
-            return plan
-                .own
-                .iter()
-                .zip(&fed_own)
-                .zip(rngs)
-                .map(|((&i, &was_fed), rng)| {
-                    let logits = if was_fed {
-                        k += 1;
-                        &fed[(k - 1) * width..][..vocab]
-                    } else {
-                        &self.start_host[i * width..][..vocab]
-                    };
-                    sampling.sample(logits, rng)
-                })
-                .collect();
-        }
         if plan.own.is_empty() {
             return Ok(Vec::new());
         }
-        // On an accelerator: gather the own rows' logits there and sample there; one
-        // uniform per row from its stream, as the host sampler draws. The fed own rows'
-        // logits lead `fed`; the prefill's are appended only when a row needs them.
-        let k_fed = fed.as_ref().map_or(0, |f| f.dims()[0]);
-        let pool = match fed {
-            Some(fed) if fed_own.iter().all(|&f| f) => fed,
-            Some(fed) => Tensor::cat(vec![fed, start], 0),
-            None => start,
+        // The own rows' logits, `[own, vocab]`. Before the first token they follow the
+        // prefill; after it every own row has an unread token (at least the last one),
+        // so its logits lead this call's, in order.
+        let logits = match fed {
+            Some(fed) => {
+                debug_assert!(plan.own.iter().zip(&plan.feeds).all(|(&i, f)| f.row == i && f.predict));
+                fed.slice([0..plan.own.len(), 0..vocab])
+            }
+            None => {
+                let start = self.start_logits.clone().expect("started above");
+                let rows: Vec<i64> = plan.own.iter().map(|&i| i as i64).collect();
+                let rows =
+                    Tensor::<1, Int>::from_data(TensorData::new(rows, [plan.own.len()]), &start.device());
+                start.select(0, rows).slice([0..plan.own.len(), 0..vocab])
+            }
         };
-        let mut k = 0;
-        let index: Vec<i64> = plan
-            .own
-            .iter()
-            .zip(&fed_own)
-            .map(|(&i, &was_fed)| {
-                k += usize::from(was_fed);
-                if was_fed { k as i64 - 1 } else { (k_fed + i) as i64 }
-            })
-            .collect();
-        let index = Tensor::<1, Int>::from_data(TensorData::new(index, [plan.own.len()]), &pool.device());
-        let logits = pool.select(0, index).slice([0..plan.own.len(), 0..vocab]);
+        if self.on_host {
+            let host = to_host(logits)?;
+            return host.chunks(vocab).zip(rngs).map(|(row, rng)| sampling.sample(row, rng)).collect();
+        }
+        // On an accelerator, sample there: one uniform per row from its stream, as the
+        // host sampler draws.
         let draws: Vec<f64> = rngs.into_iter().map(|rng| sampling.uniform(rng)).collect();
         sampling.sample_rows(logits, &draws)
     }
