@@ -5,7 +5,6 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use clap::ValueEnum;
 use trlvr::device::parse_device;
 use trlvr::prelude::*;
 use trlvr_verifiers::check;
@@ -14,14 +13,6 @@ use crate::handoff::marked;
 use crate::model::Loaded;
 use crate::options::{SamplingArgs, ScheduleArgs};
 use crate::progress::{rollout_bar, show};
-
-/// How the idle model catches up (see `trlvr::rollout::CatchUp`).
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum CatchUpName {
-    Lazy,
-    Piggyback,
-    Eager,
-}
 
 /// Arguments of `trlvr tandem`.
 #[derive(Debug, clap::Args)]
@@ -54,9 +45,9 @@ pub struct Args {
     /// 152064 ids and 1.5B with 151936, one tokenizer): only the shared ids are sampled.
     #[arg(long)]
     allow_vocab_prefix: bool,
-    /// When the idle model reads the other's tokens.
-    #[arg(long, value_enum, default_value = "piggyback")]
-    catch_up: CatchUpName,
+    /// When the idle model reads the other's tokens: lazy, piggyback or eager.
+    #[arg(long, default_value = "piggyback", value_parser = parse_catch_up)]
+    catch_up: CatchUp,
     /// The reference answer: each rollout's answer is checked with the math verifier
     /// (MATH-style extraction: `\boxed{}`, "the answer is", ...), the team's reward.
     #[arg(long)]
@@ -67,6 +58,12 @@ pub struct Args {
     /// One JSON line per rollout (tokens, owners, log-probs, ...) instead of marked text.
     #[arg(long)]
     json: bool,
+}
+
+/// `CatchUp` by its serde name.
+fn parse_catch_up(name: &str) -> Result<CatchUp, String> {
+    serde_json::from_value(serde_json::Value::String(name.into()))
+        .map_err(|_| format!("expected lazy, piggyback or eager, got {name:?}"))
 }
 
 /// Runs the command.
@@ -94,11 +91,7 @@ pub fn run(args: &Args) -> Result<()> {
         max_new_tokens: args.max_new_tokens,
         sampling: args.sampling.sampling(Sampling::training().temperature),
         seed: args.sampling.seed,
-        catch_up: match args.catch_up {
-            CatchUpName::Lazy => CatchUp::Lazy,
-            CatchUpName::Piggyback => CatchUp::Piggyback,
-            CatchUpName::Eager => CatchUp::Eager,
-        },
+        catch_up: args.catch_up,
         allow_vocab_prefix: args.allow_vocab_prefix,
         ..RolloutConfig::default()
     };
