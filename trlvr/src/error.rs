@@ -38,6 +38,16 @@ pub enum Error {
     /// A plugin could not be loaded, or a name is unknown or taken.
     #[error("plugin: {0}")]
     Plugin(String),
+    /// A dataset file is missing or a line is malformed.
+    #[error("{}{}: {message}", path.display(), line.map(|l| format!(", line {l}")).unwrap_or_default())]
+    Data {
+        /// The file.
+        path: PathBuf,
+        /// The line (1-based), if one is at fault.
+        line: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
     /// Reading a tensor back from the device failed.
     #[error("tensor read-back: {0}")]
     Read(String),

@@ -23,6 +23,7 @@
 //! | plugins: a registry of named objectives, schedules, partners; dynamic loading | [`plugin`] |
 //! | group advantages | [`advantage`] |
 //! | attention / response / ownership masks, the loss mask | [`mask`] |
+//! | datasets of problems (JSONL; GSM8K, MATH, DeepScaleR layouts) | [`data`] |
 //! | word boundaries, paragraph ends, EOS ids | [`vocab`] |
 //! | a bigram test model | [`bigram`] |
 //! | devices by name (`flex`, `cuda:0`, `tch`) | [`device`] |
@@ -69,6 +70,7 @@
 
 pub mod advantage;
 pub mod bigram;
+pub mod data;
 pub mod device;
 mod error;
 pub mod mask;
