@@ -48,6 +48,22 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A checkpoint could not be written or read.
+    #[error("checkpoint {path}: {message}")]
+    Checkpoint {
+        /// The file or folder.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A training step failed.
+    #[error("step {step}: {source}")]
+    AtStep {
+        /// The step (1-based).
+        step: usize,
+        /// Why.
+        source: Box<Error>,
+    },
     /// Reading a tensor back from the device failed.
     #[error("tensor read-back: {0}")]
     Read(String),

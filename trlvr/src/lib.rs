@@ -21,6 +21,7 @@
 //! | [`Objective`](objective::Objective), [`Grpo`](objective::Grpo) | [`objective`] |
 //! | the tandem rollout engine, sampling | [`rollout`] |
 //! | plugins: a registry of named objectives, schedules, partners; dynamic loading | [`plugin`] |
+//! | the trainer: steps, validation, checkpoints, exact resume | [`train`] |
 //! | group advantages | [`advantage`] |
 //! | attention / response / ownership masks, the loss mask | [`mask`] |
 //! | datasets of problems (JSONL; GSM8K, MATH, DeepScaleR layouts) | [`data`] |
@@ -82,6 +83,7 @@ pub mod schedule;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod token;
+pub mod train;
 pub mod verifier;
 pub mod vocab;
 

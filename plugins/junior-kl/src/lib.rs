@@ -23,12 +23,22 @@ use trlvr::objective::{Aggregation, KlEstimator, ObjectiveOutput, aggregate, hos
 use trlvr::plugin::{Factory, Registration};
 use trlvr::prelude::*;
 
+/// The paper's β (method.md §4). β = 0 would silently be plain GRPO, so it is never
+/// the default.
+pub const DEFAULT_BETA: f64 = 0.001;
+
 /// The plugin's JSON config: `{"beta": 0.001, "grpo": {...}}`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct Config {
     beta: f64,
     grpo: GrpoConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { beta: DEFAULT_BETA, grpo: GrpoConfig::default() }
+    }
 }
 
 trlvr::inventory::submit! {

@@ -136,7 +136,9 @@ pub enum Aggregation {
     SeqMeanTokenMean,
     /// Mean over sequences of each sequence's token sum.
     SeqMeanTokenSum,
-    /// Mean over sequences of (token sum / `horizon`), a fixed budget (Dr. GRPO).
+    /// Sum over tokens / `horizon`, a constant (Dr. GRPO, as verl's
+    /// `seq-mean-token-sum-norm`): no denominator depends on the batch's lengths or on
+    /// how many rows carry senior tokens.
     SeqMeanTokenSumNorm {
         /// The constant divisor, usually the response cap.
         horizon: usize,
@@ -180,7 +182,7 @@ pub fn aggregate(
             (x.sum_dim(1) / per_row).sum() / sequences
         }
         Aggregation::SeqMeanTokenSum => x.sum() / sequences,
-        Aggregation::SeqMeanTokenSumNorm { horizon } => x.sum() / (sequences * horizon.max(1) as f64),
+        Aggregation::SeqMeanTokenSumNorm { horizon } => x.sum() / horizon.max(1) as f64,
     }
 }
 

@@ -1,0 +1,399 @@
+//! The trainer end to end on a tiny Qwen3 decoder (trlvr-models' fixtures): each arm
+//! trains, only the senior moves, junior tokens carry no gradient, rewards rise on a toy
+//! task, a resumed run repeats the uninterrupted one, and failures stop cleanly.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::prelude::*;
+use trlvr::mask::Normalizer;
+use trlvr::objective::{Metrics, ObjectiveOutput};
+use trlvr::prelude::*;
+use trlvr::train::{Example, RunDir, StepMetrics, Task, TrainConfig, Trainer, objective_batch};
+use trlvr_junior_kl::JuniorKl;
+use trlvr_models::{Decoder, load_hf_dir};
+
+fn fixture(name: &str, device: &Device) -> Decoder {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/trlvr-models/tests/fixtures/");
+    load_hf_dir(format!("{dir}{name}"), device).unwrap().0
+}
+
+/// 256 ids: every third starts a word, 254 and 255 are EOS.
+fn classes() -> TokenClasses {
+    let texts: Vec<String> =
+        (0..256).map(|i| if i % 3 == 0 { format!(" w{i}") } else { format!("p{i}") }).collect();
+    TokenClasses::from_texts(&texts, &[254, 255]).unwrap()
+}
+
+fn text(ids: &[TokenId]) -> String {
+    ids.iter().map(|t| format!("{t} ")).collect()
+}
+
+/// Toy verifiable task: the reward is the fraction of response tokens below 64.
+#[derive(Debug)]
+struct LowIds;
+
+impl Verifier for LowIds {
+    fn verify(&self, response: &str, _: &str) -> Reward {
+        let ids: Vec<u32> = response.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        let value = ids.iter().filter(|&&t| t < 64).count() as f32 / ids.len().max(1) as f32;
+        Reward { value, correct: value > 0.5, reason: String::new() }
+    }
+}
+
+fn examples() -> Vec<Example> {
+    [vec![1, 2, 3], vec![9, 8], vec![30, 31, 32, 33], vec![5]]
+        .into_iter()
+        .map(|prompt| Example { prompt, reference: String::new() })
+        .collect()
+}
+
+fn task<'a>(train: &'a [Example], classes: &'a TokenClasses) -> Task<'a> {
+    Task {
+        train,
+        validation: &train[..2],
+        verifier: &LowIds,
+        validation_verifier: &LowIds,
+        text: &text,
+        classes,
+    }
+}
+
+fn config(steps: usize) -> TrainConfig {
+    TrainConfig {
+        steps,
+        prompts_per_step: 4,
+        group_size: 8,
+        mini_batch_prompts: 2,
+        micro_batch_rows: 5,
+        max_new_tokens: 8,
+        lr: 3e-3,
+        validate_every: 2,
+        checkpoint_every: 2,
+        seed: 11,
+        ..TrainConfig::default()
+    }
+}
+
+/// Every float parameter, in visiting order.
+fn params(model: &Decoder) -> Vec<f32> {
+    struct Flat(Vec<f32>);
+    impl ModuleVisitor for Flat {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            self.0.extend(param.val().try_into_vec_as::<f32>().unwrap());
+        }
+    }
+    let mut flat = Flat(Vec::new());
+    model.visit(&mut flat);
+    flat.0
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("trlvr-train-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn metrics(run: &RunDir) -> Vec<StepMetrics> {
+    std::fs::read_to_string(run.metrics_path())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A metrics line without its wall-clock figures.
+fn timeless(m: &StepMetrics) -> StepMetrics {
+    StepMetrics {
+        rollout_tokens_per_s: 0.0,
+        tokens_per_s: 0.0,
+        time_s: 0.0,
+        time_rollout_s: 0.0,
+        time_old_s: 0.0,
+        time_update_s: 0.0,
+        ..m.clone()
+    }
+}
+
+#[test]
+fn each_arm_trains_and_only_the_senior_moves() {
+    let (classes, train) = (classes(), examples());
+    let junior = fixture("qwen3-tiny-tied", &Device::default());
+    let junior_before = params(&junior);
+    let grpo = Grpo::new(GrpoConfig::default()).unwrap();
+    let kl = JuniorKl::new(GrpoConfig::default(), 0.01).unwrap();
+    let word = WordBoundary::new(0.5, 32).unwrap();
+    let solo = Solo::senior();
+    let arms: [(&str, &dyn HandoffSchedule, &dyn Objective); 3] =
+        [("grpo", &solo, &grpo), ("trlvr", &word, &grpo), ("kl-reg", &solo, &kl)];
+    for (arm, schedule, objective) in arms {
+        let senior = fixture("qwen3-tiny-tied", &Device::default().autodiff());
+        let senior_before = params(&senior);
+        let mut trainer =
+            Trainer::new(config(3), senior, &junior, schedule, objective, task(&train, &classes)).unwrap();
+        let run = RunDir::open(temp_dir(arm)).unwrap();
+        trainer.fit(&run, &mut |_| {}, &mut |_| {}).unwrap();
+
+        let lines = std::fs::read_to_string(run.metrics_path()).unwrap();
+        assert_eq!(lines.lines().count(), 3, "{arm}");
+        let first: serde_json::Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
+        for key in [
+            "step",
+            "reward_mean",
+            "accuracy",
+            "senior_share",
+            "response_len_mean",
+            "response_len_max",
+            "truncation_rate",
+            "loss",
+            "clip_frac",
+            "grad_norm",
+            "lr",
+            "tokens_per_s",
+            "time_s",
+            "time_rollout_s",
+            "time_old_s",
+            "time_update_s",
+        ] {
+            assert!(first.get(key).is_some_and(|v| !v.is_null()), "{arm}: no {key} in {first}");
+        }
+        let m = metrics(&run);
+        assert!(m.iter().all(|m| m.loss.is_finite() && m.grad_norm.is_finite()), "{arm}");
+        assert_eq!(m[1].validation_pass1.is_some(), true, "{arm}: validation every 2 steps");
+        match arm {
+            "trlvr" => assert!(m.iter().all(|m| m.senior_share > 0.2 && m.senior_share < 0.8), "{arm}"),
+            _ => assert!(m.iter().all(|m| m.senior_share == 1.0), "{arm}"),
+        }
+        assert_eq!(m[0].kl.is_some(), arm == "kl-reg", "{arm}");
+        assert!(std::fs::read_to_string(run.samples_path()).unwrap().contains("[S]"), "{arm}");
+        assert_ne!(params(trainer.senior()), senior_before, "{arm}: the senior moved");
+        assert_eq!(params(&junior), junior_before, "{arm}: the junior is bit-identical");
+        let _ = std::fs::remove_dir_all(run.root());
+    }
+}
+
+#[test]
+fn junior_tokens_carry_no_gradient() {
+    let classes = classes();
+    let device = Device::default().autodiff();
+    let senior = fixture("qwen3-tiny-tied", &device);
+    let junior = fixture("qwen3-tiny-untied", &Device::default());
+    let frozen = senior.valid();
+    let config = RolloutConfig { group_size: 4, max_new_tokens: 10, seed: 5, ..RolloutConfig::default() };
+    let engine = RolloutEngine::new(&frozen, &junior, &classes, config).unwrap();
+    let prompts = vec![vec![1, 2, 3], vec![7]];
+    let rollouts = engine.generate(&prompts, &WordBoundary::new(0.5, 3).unwrap()).unwrap();
+    let rows: Vec<(&[TokenId], &Rollout)> =
+        rollouts.iter().map(|r| (prompts[r.prompt].as_slice(), r)).collect();
+    let batch = trlvr::train::sequences(&rows).unwrap();
+    let width = batch.width();
+    let old = frozen.score(&batch, 0.6).unwrap().try_into_vec_as::<f32>().unwrap();
+    let advantages: Vec<f32> = (0..rows.len()).map(|i| [1.0, -0.5, 0.25, -1.0][i % 4]).collect();
+    let senior_tokens: usize =
+        rollouts.iter().map(|r| r.owners.iter().filter(|&&o| o == Owner::Senior).count()).sum();
+    let normalizer = Normalizer { tokens: senior_tokens, sequences: rows.len() };
+    // Positions written by the junior, known from the rollouts themselves.
+    let junior_at: Vec<bool> = rows
+        .iter()
+        .flat_map(|(p, r)| {
+            (0..width).map(move |t| {
+                t >= p.len() && t < p.len() + r.owners.len() && r.owners[t - p.len()] == Owner::Junior
+            })
+        })
+        .collect();
+    assert!(junior_at.iter().any(|&j| j), "the junior wrote something");
+    let grpo = Grpo::new(GrpoConfig::default()).unwrap();
+    let grads = |perturb: &dyn Fn(Tensor<2>, Vec<f32>) -> (Tensor<2>, Vec<f32>)| {
+        let mut b = objective_batch(&senior, 0.6, &rows, &advantages, &old, None, normalizer).unwrap();
+        let (log_probs, old) = perturb(b.log_probs.clone(), old.clone());
+        b.log_probs = log_probs;
+        b.old_log_probs = Tensor::from_data(TensorData::new(old, [rows.len(), width]), &device);
+        let g = GradientsParams::from_grads(grpo.loss(&b).unwrap().loss.backward(), &senior);
+        let mut flat = Vec::new();
+        let mut collect = Collect { grads: &g, out: &mut flat };
+        senior.visit(&mut collect);
+        flat
+    };
+    let at =
+        |flags: Vec<bool>| Tensor::<2, Bool>::from_data(TensorData::new(flags, [rows.len(), width]), &device);
+    let plain = grads(&|lp, old| (lp, old));
+    // Junior positions: log-probs through another function of the weights, π_old NaN.
+    let junior_mask = at(junior_at.clone());
+    let moved = grads(&|lp: Tensor<2>, mut old: Vec<f32>| {
+        for (o, &j) in old.iter_mut().zip(&junior_at) {
+            if j {
+                *o = f32::NAN;
+            }
+        }
+        (lp.clone().mask_where(junior_mask.clone(), lp * 7.0 + 3.0), old)
+    });
+    assert_eq!(plain, moved, "junior-written tokens must not reach the gradient");
+    // The same change at one senior position does reach it (the test can fail).
+    let first_senior = rows
+        .iter()
+        .enumerate()
+        .find_map(|(i, (p, r))| {
+            r.owners.iter().position(|&o| o == Owner::Senior).map(|t| i * width + p.len() + t)
+        })
+        .unwrap();
+    let mut one = vec![false; rows.len() * width];
+    one[first_senior] = true;
+    let one = at(one);
+    let senior_moved = grads(&|lp: Tensor<2>, old| (lp.clone().mask_where(one.clone(), lp * 7.0 + 3.0), old));
+    assert_ne!(plain, senior_moved);
+}
+
+use burn::optim::GradientsParams;
+
+struct Collect<'a> {
+    grads: &'a GradientsParams,
+    out: &'a mut Vec<f32>,
+}
+
+impl ModuleVisitor for Collect<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if let Some(g) = self.grads.get::<D>(param.id) {
+            self.out.extend(g.try_into_vec_as::<f32>().unwrap());
+        }
+    }
+}
+
+#[test]
+fn rewards_rise_under_grpo_and_trlvr() {
+    let (classes, train) = (classes(), examples());
+    let junior = fixture("qwen3-tiny-tied", &Device::default());
+    let grpo = Grpo::new(GrpoConfig::default()).unwrap();
+    // Under TRLVR the junior writes about half the tokens (a quarter of them low), so the
+    // team's reward tops out near 0.6; the senior alone (validation) can reach 1.
+    let word = WordBoundary::new(0.5, 32).unwrap();
+    let solo = Solo::senior();
+    let arms: [(&str, &dyn HandoffSchedule); 2] = [("grpo", &solo), ("trlvr", &word)];
+    for (arm, schedule) in arms {
+        let senior = fixture("qwen3-tiny-tied", &Device::default().autodiff());
+        let config = TrainConfig { lr: 1e-2, validate_every: 0, validation_samples: 8, ..config(30) };
+        let mut trainer =
+            Trainer::new(config, senior, &junior, schedule, &grpo, task(&train, &classes)).unwrap();
+        let solo_before = trainer.validate().unwrap().unwrap();
+        let rewards: Vec<f64> = (0..30).map(|_| trainer.step().unwrap().metrics.reward_mean).collect();
+        let solo_after = trainer.validate().unwrap().unwrap();
+        // Step 1's rollouts come from the untouched base.
+        let late = rewards[25..].iter().sum::<f64>() / 5.0;
+        assert!(late > rewards[0] + 0.2, "{arm}: reward {:.3} -> {late:.3}: {rewards:?}", rewards[0]);
+        assert!(solo_after > solo_before + 0.4, "{arm}: solo pass@1 {solo_before:.3} -> {solo_after:.3}");
+    }
+}
+
+#[test]
+fn a_resumed_run_repeats_the_uninterrupted_one() {
+    let (classes, train) = (classes(), examples());
+    let junior = fixture("qwen3-tiny-tied", &Device::default());
+    let grpo = Grpo::new(GrpoConfig::default()).unwrap();
+    let word = WordBoundary::new(0.5, 32).unwrap();
+    let make = || {
+        let senior = fixture("qwen3-tiny-tied", &Device::default().autodiff());
+        Trainer::new(config(5), senior, &junior, &word, &grpo, task(&train, &classes)).unwrap()
+    };
+    let whole = RunDir::open(temp_dir("whole")).unwrap();
+    let mut straight = make();
+    straight.fit(&whole, &mut |_| {}, &mut |_| {}).unwrap();
+
+    // A run that died after step 3 had written its metrics line but before step 3's
+    // checkpoint was complete: a checkpoint at 2, metrics up to 3, a half-written folder.
+    let split = RunDir::open(temp_dir("split")).unwrap();
+    let senior = fixture("qwen3-tiny-tied", &Device::default().autodiff());
+    let mut first = Trainer::new(config(3), senior, &junior, &word, &grpo, task(&train, &classes)).unwrap();
+    first.fit(&split, &mut |_| {}, &mut |_| {}).unwrap();
+    let done = split.checkpoint_dir(3);
+    std::fs::rename(&done, done.with_file_name("step-000003.tmp")).unwrap();
+    let (step, dir) = split.checkpoints().unwrap().pop().unwrap();
+    assert_eq!(step, 2);
+    split.rewind(step).unwrap();
+    assert_eq!(metrics(&split).len(), 2);
+    assert!(!split.checkpoint_dir(3).with_file_name("step-000003.tmp").exists());
+    let mut resumed = make().resume(&dir).unwrap();
+    assert_eq!(resumed.state().step, 2);
+    resumed.fit(&split, &mut |_| {}, &mut |_| {}).unwrap();
+
+    let (a, b) = (metrics(&whole), metrics(&split));
+    assert_eq!(a.iter().map(timeless).collect::<Vec<_>>(), b.iter().map(timeless).collect::<Vec<_>>());
+    assert_eq!(params(straight.senior()), params(resumed.senior()), "weights bit for bit");
+    for run in [whole, split] {
+        let _ = std::fs::remove_dir_all(run.root());
+    }
+}
+
+/// GRPO whose loss turns NaN from the `after`-th call on.
+#[derive(Debug)]
+struct NanAfter {
+    grpo: Grpo,
+    calls: AtomicUsize,
+    after: usize,
+}
+
+impl Objective for NanAfter {
+    fn name(&self) -> &str {
+        "nan-after"
+    }
+    fn loss(&self, batch: &ObjectiveBatch) -> trlvr::Result<ObjectiveOutput> {
+        let mut out = self.grpo.loss(batch)?;
+        if self.calls.fetch_add(1, Ordering::SeqCst) >= self.after {
+            out.loss = out.loss * f64::NAN;
+            let mut metrics = Metrics::new();
+            metrics.insert("loss".into(), f64::NAN);
+            out.metrics = metrics;
+        }
+        Ok(out)
+    }
+}
+
+#[test]
+fn a_nan_loss_stops_the_run_and_keeps_the_last_checkpoint() {
+    let (classes, train) = (classes(), examples());
+    let junior = fixture("qwen3-tiny-tied", &Device::default());
+    let solo = Solo::senior();
+    // 4 prompts x 8 rows, micro-batches of 5: 8 calls per step (2 mini-batches of 16 rows,
+    // 4 micro-batches each, when no row is skipped); NaN from the third step on.
+    let settings =
+        TrainConfig { skip_zero_advantage: false, checkpoint_every: 1, validate_every: 0, ..config(5) };
+    let nan =
+        NanAfter { grpo: Grpo::new(GrpoConfig::default()).unwrap(), calls: AtomicUsize::new(0), after: 16 };
+    let senior = fixture("qwen3-tiny-tied", &Device::default().autodiff());
+    let mut trainer = Trainer::new(settings, senior, &junior, &solo, &nan, task(&train, &classes)).unwrap();
+    let run = RunDir::open(temp_dir("nan")).unwrap();
+    let err = trainer.fit(&run, &mut |_| {}, &mut |_| {}).unwrap_err();
+    assert!(matches!(err, trlvr::Error::AtStep { step: 3, .. }), "{err}");
+    assert!(err.to_string().contains("step 3") && err.to_string().contains("NaN"), "{err}");
+    assert_eq!(metrics(&run).len(), 2);
+    let (step, dir) = run.checkpoints().unwrap().pop().unwrap();
+    assert_eq!(step, 2);
+    let senior = fixture("qwen3-tiny-tied", &Device::default().autodiff());
+    let grpo = Grpo::new(GrpoConfig::default()).unwrap();
+    let reloaded = Trainer::new(config(5), senior, &junior, &solo, &grpo, task(&train, &classes))
+        .unwrap()
+        .resume(&dir)
+        .unwrap();
+    assert_eq!(reloaded.state().step, 2);
+    assert_eq!(params(reloaded.senior()), params(trainer.senior()), "the senior kept step 2's weights");
+    let _ = std::fs::remove_dir_all(run.root());
+}
+
+#[test]
+fn a_checkpoint_of_another_architecture_is_refused() {
+    let (classes, train) = (classes(), examples());
+    let junior = fixture("qwen3-tiny-tied", &Device::default());
+    let solo = Solo::senior();
+    let grpo = Grpo::new(GrpoConfig::default()).unwrap();
+    let senior = fixture("qwen3-tiny-tied", &Device::default().autodiff());
+    let trainer = Trainer::new(config(1), senior, &junior, &solo, &grpo, task(&train, &classes)).unwrap();
+    let dir = temp_dir("arch").join("step-000000");
+    trainer.save_checkpoint(&dir).unwrap();
+    let other = fixture("llama-tiny", &Device::default().autodiff());
+    let llama_junior = fixture("llama-tiny", &Device::default());
+    let err = Trainer::new(config(1), other, &llama_junior, &solo, &grpo, task(&train, &classes))
+        .unwrap()
+        .resume(&dir)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("senior.bpk") && err.contains("architecture"), "{err}");
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}

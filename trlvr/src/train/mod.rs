@@ -1,0 +1,534 @@
+//! The trainer: GRPO on senior-written tokens, with tandem (TRLVR) or solo (GRPO,
+//! junior-KL) rollouts (method.md §2-4). Generic over the traits: any [`Policy`] as
+//! senior, any [`Partner`] as junior, any schedule, objective and verifier.
+//!
+//! One [`Trainer::step`] reads as the data flow, one function per arrow:
+//!
+//! ```text
+//! prompts (seeded, shuffled per epoch) -> rollouts (a gradient-free copy of the senior
+//!   and the frozen junior) -> rewards (verifier) -> group advantages -> π_old (and the
+//!   junior's log-probs if the objective asks) -> for each PPO mini-batch: micro-batches
+//!   (loss with the mini-batch's denominators, backward, accumulate) -> global-norm clip
+//!   -> AdamW step
+//! ```
+//!
+//! Everything a resumed run needs is the senior's weights, the optimizer state and a
+//! [`TrainState`]: the data order and every random stream are functions of the seed and
+//! the step, so a resumed run repeats the uninterrupted one exactly. [`Trainer::fit`]
+//! drives steps, validation and checkpoints in a [`RunDir`].
+//!
+//! ```
+//! use burn::prelude::*;
+//! use trlvr::prelude::*;
+//! use trlvr::train::{Example, Task, TrainConfig, Trainer};
+//!
+//! // Toy task: the reward is 1 when the response ends with token 2 before EOS (3).
+//! #[derive(Debug)]
+//! struct EndsWith2;
+//! impl Verifier for EndsWith2 {
+//!     fn verify(&self, response: &str, _: &str) -> Reward {
+//!         let correct = response.ends_with("2 3");
+//!         Reward { value: f32::from(u8::from(correct)), correct, reason: String::new() }
+//!     }
+//! }
+//! let text = |ids: &[TokenId]| ids.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" ");
+//! let classes = TokenClasses::from_texts(&[" a", " b", " c", "<eos>"], &[3])?;
+//! let device = Device::default().autodiff();
+//! let senior = BigramLm::random(4, 0.5, &device);
+//! let junior = BigramLm::random(4, 0.5, &Device::default());
+//! let examples = vec![Example { prompt: vec![0], reference: String::new() }];
+//! let task = Task { train: &examples, validation: &[], verifier: &EndsWith2,
+//!     validation_verifier: &EndsWith2, text: &text, classes: &classes };
+//! let config = TrainConfig { steps: 2, prompts_per_step: 2, mini_batch_prompts: 1, group_size: 4,
+//!     max_new_tokens: 6, lr: 0.05, ..TrainConfig::default() };
+//! let grpo = Grpo::new(GrpoConfig::default())?;
+//! let schedule = WordBoundary::new(0.5, 32)?;
+//! let mut trainer = Trainer::new(config, senior, &junior, &schedule, &grpo, task)?;
+//! let out = trainer.step()?;
+//! assert_eq!(out.metrics.step, 1);
+//! assert!(out.metrics.reward_mean >= 0.0 && out.metrics.senior_share <= 1.0);
+//! # Ok::<(), trlvr::Error>(())
+//! ```
+
+mod checkpoint;
+mod config;
+mod run;
+mod update;
+
+use std::time::Instant;
+
+use burn::optim::{AdamWConfig, ModuleOptimizer};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+pub use config::{LrSchedule, TrainConfig};
+pub use run::RunDir;
+pub use update::{objective_batch, sequences};
+
+use crate::advantage::advantages;
+use crate::model::{Partner, Policy};
+use crate::objective::Objective;
+use crate::rollout::{Progress, Rollout, RolloutConfig, RolloutEngine};
+use crate::schedule::{HandoffSchedule, Solo};
+use crate::token::{Owner, TokenId};
+use crate::verifier::Verifier;
+use crate::vocab::TokenClasses;
+use crate::{Error, Result};
+
+/// Salts keeping the data order, rollouts and validation on separate streams.
+const DATA_STREAM: u64 = 0x0D47_A5EE_D000_0001;
+const ROLLOUT_STREAM: u64 = 0x2011_0075_EED0_0002;
+const VALIDATION_STREAM: u64 = 0x7A11_DA7E_5EED_0003;
+
+/// One training problem: the chat-formatted prompt's ids and the reference answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Example {
+    /// Prompt token ids (chat template applied).
+    pub prompt: Vec<TokenId>,
+    /// The reference answer, as the verifier expects it.
+    pub reference: String,
+}
+
+/// Token ids -> text, for the verifier and the logs.
+pub trait Detokenize: Send + Sync {
+    /// The text of `ids`.
+    fn text(&self, ids: &[TokenId]) -> String;
+}
+
+impl<F: Fn(&[TokenId]) -> String + Send + Sync> Detokenize for F {
+    fn text(&self, ids: &[TokenId]) -> String {
+        self(ids)
+    }
+}
+
+impl Detokenize for tokenizers::Tokenizer {
+    /// Special tokens (EOS, chat markers) are left out.
+    fn text(&self, ids: &[TokenId]) -> String {
+        self.decode(ids, true).unwrap_or_default()
+    }
+}
+
+/// The problem side of training: data, how answers are judged and how ids read.
+#[derive(Clone, Copy)]
+pub struct Task<'a> {
+    /// Training problems.
+    pub train: &'a [Example],
+    /// Held-out problems for validation (may be empty).
+    pub validation: &'a [Example],
+    /// The training reward (method.md §1: the last `\boxed{}` only).
+    pub verifier: &'a dyn Verifier,
+    /// The grader for validation (may be more lenient).
+    pub validation_verifier: &'a dyn Verifier,
+    /// Ids -> text.
+    pub text: &'a dyn Detokenize,
+    /// Word boundaries, paragraph ends and EOS ids of the shared vocabulary.
+    pub classes: &'a TokenClasses,
+}
+
+impl std::fmt::Debug for Task<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Task")
+            .field("train", &self.train.len())
+            .field("validation", &self.validation.len())
+            .finish()
+    }
+}
+
+/// What a resumed run needs besides weights and optimizer state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrainState {
+    /// Steps completed.
+    pub step: usize,
+    /// The best validation so far: (step, pass@1).
+    pub best: Option<(usize, f64)>,
+}
+
+/// One line of `metrics.jsonl`: what a step did and how long it took.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepMetrics {
+    /// The step just completed (1-based).
+    pub step: usize,
+    /// Passes over the training set started so far (1-based).
+    pub epoch: usize,
+    /// Mean reward of the step's rollouts.
+    pub reward_mean: f64,
+    /// Fraction of rollouts judged correct.
+    pub accuracy: f64,
+    /// Fraction of response tokens the senior wrote.
+    pub senior_share: f64,
+    /// Mean response length in tokens.
+    pub response_len_mean: f64,
+    /// Longest response.
+    pub response_len_max: usize,
+    /// Fraction of rollouts cut by the token budget.
+    pub truncation_rate: f64,
+    /// Rows that carried loss (non-zero advantage, or all rows when not skipping).
+    pub rows_updated: usize,
+    /// Mean over mini-batches of the objective's loss.
+    pub loss: f64,
+    /// Fraction of senior tokens whose ratio was clipped.
+    pub clip_frac: f64,
+    /// Fraction of senior tokens hit by the dual clip.
+    pub dual_clip_frac: f64,
+    /// Mean KL estimate, when the objective has one (`kl` or `junior_kl`).
+    pub kl: Option<f64>,
+    /// Global gradient norm before clipping (mean over mini-batches).
+    pub grad_norm: f64,
+    /// Learning rate of this step.
+    pub lr: f64,
+    /// Response tokens written per second of rollout.
+    pub rollout_tokens_per_s: f64,
+    /// Response tokens per second of the whole step.
+    pub tokens_per_s: f64,
+    /// Wall time of the step.
+    pub time_s: f64,
+    /// ... of which rollouts (and rewards).
+    pub time_rollout_s: f64,
+    /// ... π_old and reference log-probs.
+    pub time_old_s: f64,
+    /// ... forward, backward and optimizer updates.
+    pub time_update_s: f64,
+    /// Solo pass@1 on the validation set, on the steps that validate.
+    pub validation_pass1: Option<f64>,
+}
+
+/// A rollout kept for `samples.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// The step.
+    pub step: usize,
+    /// The reference answer.
+    pub reference: String,
+    /// Its reward.
+    pub reward: f32,
+    /// Why.
+    pub reason: String,
+    /// The response with each author's run marked `[S]` / `[J]`.
+    pub text: String,
+}
+
+/// What one step returns.
+#[derive(Debug, Clone)]
+pub struct StepOutput {
+    /// The metrics line.
+    pub metrics: StepMetrics,
+    /// A few rollouts, marked by author.
+    pub samples: Vec<Sample>,
+}
+
+/// Trains a senior. See the [module docs](self).
+pub struct Trainer<'a, P: Policy> {
+    config: TrainConfig,
+    /// Always `Some` between calls; taken while the optimizer consumes it.
+    senior: Option<P>,
+    junior: &'a dyn Partner,
+    schedule: &'a dyn HandoffSchedule,
+    objective: &'a dyn Objective,
+    task: Task<'a>,
+    optimizer: ModuleOptimizer,
+    state: TrainState,
+    export: Option<Exporter<'a, P>>,
+}
+
+/// Writes the senior in an interchange format (Hugging Face safetensors, say) into a
+/// checkpoint folder.
+pub type Exporter<'a, P> = Box<dyn Fn(&P, &std::path::Path) -> Result<()> + 'a>;
+
+impl<P: Policy> std::fmt::Debug for Trainer<'_, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trainer").field("config", &self.config).field("state", &self.state).finish()
+    }
+}
+
+impl<'a, P: Policy> Trainer<'a, P> {
+    /// A trainer at step 0. `senior` must live on an autodiff device
+    /// (`Device::default().autodiff()`); the junior is only ever read.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for bad settings, a senior without autodiff, an objective that
+    /// needs the junior's log-probs under a non-solo schedule, or no training problems;
+    /// [`Error::Vocabulary`] when senior and junior do not share a vocabulary.
+    pub fn new(
+        config: TrainConfig,
+        senior: P,
+        junior: &'a dyn Partner,
+        schedule: &'a dyn HandoffSchedule,
+        objective: &'a dyn Objective,
+        task: Task<'a>,
+    ) -> Result<Self> {
+        config.validate()?;
+        if !senior.device().is_autodiff() {
+            return Err(Error::Config(
+                "the senior must live on an autodiff device (Device::...().autodiff())".into(),
+            ));
+        }
+        if task.train.is_empty() || task.train.iter().any(|e| e.prompt.is_empty()) {
+            return Err(Error::Config(
+                "need at least one training problem, none with an empty prompt".into(),
+            ));
+        }
+        let copy = rollout_copy(&senior)?;
+        RolloutEngine::new(&copy, junior, task.classes, rollout_config(&config, 0))?;
+        let optimizer = AdamWConfig::new()
+            .with_beta_1(config.adam_betas[0] as f32)
+            .with_beta_2(config.adam_betas[1] as f32)
+            .with_epsilon(config.adam_eps as f32)
+            .with_weight_decay(config.weight_decay as f32)
+            .init();
+        Ok(Self {
+            config,
+            senior: Some(senior),
+            junior,
+            schedule,
+            objective,
+            task,
+            optimizer,
+            state: TrainState::default(),
+            export: None,
+        })
+    }
+
+    /// Also writes each checkpoint's weights with `export` (e.g. Hugging Face safetensors).
+    #[must_use]
+    pub fn with_export(mut self, export: Exporter<'a, P>) -> Self {
+        self.export = Some(export);
+        self
+    }
+
+    /// The senior being trained.
+    pub fn senior(&self) -> &P {
+        self.senior.as_ref().expect("the senior is present between calls")
+    }
+
+    /// Where training stands.
+    pub fn state(&self) -> &TrainState {
+        &self.state
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &TrainConfig {
+        &self.config
+    }
+
+    /// One training step. See the [module docs](self).
+    ///
+    /// # Errors
+    /// Model and verifier errors; [`Error::NonFinite`] naming the step when the loss or
+    /// the gradient norm is NaN or infinite (the senior is then left as it was).
+    pub fn step(&mut self) -> Result<StepOutput> {
+        self.step_with(&mut |_| {})
+    }
+
+    /// As [`Trainer::step`], calling `on_rollout` after every rollout token step.
+    ///
+    /// # Errors
+    /// As [`Trainer::step`].
+    pub fn step_with(&mut self, on_rollout: &mut dyn FnMut(Progress)) -> Result<StepOutput> {
+        let c = self.config.clone();
+        let step = self.state.step;
+        let start = Instant::now();
+        // 1. prompts
+        let picked = batch_indices(c.seed, step, c.prompts_per_step, self.task.train.len());
+        let prompts: Vec<Vec<TokenId>> = picked.iter().map(|&i| self.task.train[i].prompt.clone()).collect();
+        // 2. rollouts, by a copy that cannot record gradients
+        let copy = rollout_copy(self.senior())?;
+        let engine = RolloutEngine::new(&copy, self.junior, self.task.classes, rollout_config(&c, step))?;
+        let rollouts = engine.generate_with(&prompts, self.schedule, on_rollout)?;
+        // 3. rewards
+        let texts: Vec<String> = rollouts.iter().map(|r| self.task.text.text(&r.tokens)).collect();
+        let rewards: Vec<_> = rollouts
+            .iter()
+            .zip(&texts)
+            .map(|(r, text)| self.task.verifier.verify(text, &self.task.train[picked[r.prompt]].reference))
+            .collect();
+        let time_rollout = start.elapsed().as_secs_f64();
+        // 4. advantages
+        let values: Vec<f32> = rewards.iter().map(|r| r.value).collect();
+        let adv = advantages(&values, c.group_size, c.advantage)?;
+        // 5-6. π_old, then the updates
+        let lr = c.lr_schedule.at(step, c.steps, c.lr);
+        let inputs = update::Inputs { prompts: &prompts, rollouts: &rollouts, advantages: &adv };
+        let senior = self.senior.take().expect("the senior is present between calls");
+        let result = update::run(&c, senior, self.junior, self.objective, &mut self.optimizer, &inputs, lr);
+        let (senior, report) = match result {
+            Ok(done) => done,
+            Err((senior, error)) => {
+                self.senior = Some(senior);
+                return Err(error);
+            }
+        };
+        self.senior = Some(senior);
+        self.state.step += 1;
+
+        let time = start.elapsed().as_secs_f64();
+        let tokens: usize = rollouts.iter().map(|r| r.tokens.len()).sum();
+        let n = rollouts.len() as f64;
+        let senior_tokens: usize =
+            rollouts.iter().map(|r| r.owners.iter().filter(|&&o| o == Owner::Senior).count()).sum();
+        let metrics = StepMetrics {
+            step: step + 1,
+            epoch: step * c.prompts_per_step / self.task.train.len() + 1,
+            reward_mean: values.iter().map(|&v| f64::from(v)).sum::<f64>() / n,
+            accuracy: rewards.iter().filter(|r| r.correct).count() as f64 / n,
+            senior_share: senior_tokens as f64 / tokens.max(1) as f64,
+            response_len_mean: tokens as f64 / n,
+            response_len_max: rollouts.iter().map(|r| r.tokens.len()).max().unwrap_or(0),
+            truncation_rate: rollouts.iter().filter(|r| r.finish == crate::schedule::Finish::Length).count()
+                as f64
+                / n,
+            rows_updated: report.rows,
+            loss: report.loss,
+            clip_frac: report.clip_frac,
+            dual_clip_frac: report.dual_clip_frac,
+            kl: report.kl,
+            grad_norm: report.grad_norm,
+            lr,
+            rollout_tokens_per_s: tokens as f64 / time_rollout.max(1e-9),
+            tokens_per_s: tokens as f64 / time.max(1e-9),
+            time_s: time,
+            time_rollout_s: time_rollout,
+            time_old_s: report.time_old,
+            time_update_s: report.time_update,
+            validation_pass1: None,
+        };
+        let samples = rollouts
+            .iter()
+            .zip(&rewards)
+            .take(c.samples_per_step)
+            .map(|(r, reward)| Sample {
+                step: step + 1,
+                reference: self.task.train[picked[r.prompt]].reference.clone(),
+                reward: reward.value,
+                reason: reward.reason.clone(),
+                text: marked_text(r, self.task.text),
+            })
+            .collect();
+        Ok(StepOutput { metrics, samples })
+    }
+
+    /// The senior alone on the validation problems: mean correctness of
+    /// `validation_samples` samples per problem at the validation sampling (pass@1).
+    /// `None` without validation problems.
+    ///
+    /// # Errors
+    /// Model errors.
+    pub fn validate(&self) -> Result<Option<f64>> {
+        let c = &self.config;
+        if self.task.validation.is_empty() {
+            return Ok(None);
+        }
+        let copy = rollout_copy(self.senior())?;
+        let config = RolloutConfig {
+            group_size: c.validation_samples,
+            max_new_tokens: c.validation_max_new_tokens.unwrap_or(c.max_new_tokens),
+            sampling: c.validation_sampling,
+            seed: c.seed ^ VALIDATION_STREAM,
+            catch_up: c.catch_up,
+            ..RolloutConfig::default()
+        };
+        let engine = RolloutEngine::solo(&copy, self.task.classes, config)?;
+        let mut correct = 0usize;
+        let mut total = 0usize;
+        for chunk in self.task.validation.chunks(c.prompts_per_step) {
+            let prompts: Vec<Vec<TokenId>> = chunk.iter().map(|e| e.prompt.clone()).collect();
+            for r in engine.generate(&prompts, &Solo::senior())? {
+                let text = self.task.text.text(&r.tokens);
+                correct += usize::from(
+                    self.task.validation_verifier.verify(&text, &chunk[r.prompt].reference).correct,
+                );
+                total += 1;
+            }
+        }
+        Ok(Some(correct as f64 / total.max(1) as f64))
+    }
+}
+
+/// The senior's gradient-free copy that writes rollouts: decoding through it can never
+/// record an autodiff graph.
+fn rollout_copy<P: Policy>(senior: &P) -> Result<P> {
+    let copy = senior.valid();
+    if copy.device().is_autodiff() {
+        return Err(Error::Config("the rollout copy of the senior still records gradients".into()));
+    }
+    Ok(copy)
+}
+
+/// The engine's settings for training step `step`: a fresh seed per step.
+fn rollout_config(c: &TrainConfig, step: usize) -> RolloutConfig {
+    RolloutConfig {
+        group_size: c.group_size,
+        max_new_tokens: c.max_new_tokens,
+        sampling: c.sampling,
+        seed: mix(c.seed ^ ROLLOUT_STREAM, step as u64),
+        catch_up: c.catch_up,
+        ..RolloutConfig::default()
+    }
+}
+
+/// The problems of step `step`: a pass over the data in an order shuffled per epoch by
+/// `seed`, `per_step` at a time, continuing into the next epoch's order at the end.
+pub fn batch_indices(seed: u64, step: usize, per_step: usize, n: usize) -> Vec<usize> {
+    let order = |epoch: usize| {
+        let mut order: Vec<usize> = (0..n).collect();
+        order.shuffle(&mut ChaCha8Rng::seed_from_u64(mix(seed ^ DATA_STREAM, epoch as u64)));
+        order
+    };
+    let first = step * per_step;
+    let mut out = Vec::with_capacity(per_step);
+    let mut current = (usize::MAX, Vec::new());
+    for k in first..first + per_step {
+        let epoch = k / n;
+        if current.0 != epoch {
+            current = (epoch, order(epoch));
+        }
+        out.push(current.1[k % n]);
+    }
+    out
+}
+
+/// A 64-bit mix of two numbers (splitmix64 finaliser).
+fn mix(a: u64, b: u64) -> u64 {
+    let mut z = a ^ b.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The response with each author's run marked `[S]` or `[J]`.
+fn marked_text(rollout: &Rollout, text: &dyn Detokenize) -> String {
+    let mut out = String::new();
+    let mut start = 0;
+    while start < rollout.tokens.len() {
+        let owner = rollout.owners[start];
+        let end = (start..rollout.tokens.len())
+            .find(|&t| rollout.owners[t] != owner)
+            .unwrap_or(rollout.tokens.len());
+        out.push_str(if owner == Owner::Senior { "[S]" } else { "[J]" });
+        out.push_str(&text.text(&rollout.tokens[start..end]));
+        start = end;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_cover_each_epoch_once_in_a_seeded_order() {
+        let n = 10;
+        let steps: Vec<Vec<usize>> = (0..5).map(|s| batch_indices(7, s, 4, n)).collect();
+        let flat: Vec<usize> = steps.concat();
+        let mut first: Vec<usize> = flat[..n].to_vec();
+        first.sort_unstable();
+        assert_eq!(first, (0..n).collect::<Vec<_>>());
+        let mut second: Vec<usize> = flat[n..2 * n].to_vec();
+        second.sort_unstable();
+        assert_eq!(second, (0..n).collect::<Vec<_>>());
+        assert_ne!(flat[..n], flat[n..2 * n], "each epoch is shuffled anew");
+        assert_eq!(batch_indices(7, 3, 4, n), steps[3], "a step's problems depend on the step alone");
+        assert_ne!(batch_indices(8, 0, 4, n), steps[0]);
+    }
+}

@@ -1,0 +1,200 @@
+//! A run directory: `metrics.jsonl` (a line per step), `samples.jsonl` (a few rollouts
+//! per step, authors marked) and `checkpoints/step-NNNNNN/`, and the loop that fills it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{StepMetrics, Trainer, checkpoint};
+use crate::model::Policy;
+use crate::rollout::Progress;
+use crate::{Error, Result};
+
+/// The files of one training run.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    root: PathBuf,
+}
+
+fn io(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Checkpoint { path: path.to_path_buf(), message: e.to_string() }
+}
+
+impl RunDir {
+    /// Opens (creating if needed) the run directory `root`.
+    ///
+    /// # Errors
+    /// [`Error::Checkpoint`] if the folders cannot be made.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
+        let root = root.into();
+        let checkpoints = root.join("checkpoints");
+        std::fs::create_dir_all(&checkpoints).map_err(|e| io(&checkpoints, e))?;
+        Ok(Self { root })
+    }
+
+    /// The folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `metrics.jsonl`.
+    pub fn metrics_path(&self) -> PathBuf {
+        self.root.join("metrics.jsonl")
+    }
+
+    /// `samples.jsonl`.
+    pub fn samples_path(&self) -> PathBuf {
+        self.root.join("samples.jsonl")
+    }
+
+    /// The folder of the checkpoint after `step` steps.
+    pub fn checkpoint_dir(&self, step: usize) -> PathBuf {
+        self.root.join("checkpoints").join(format!("step-{step:06}"))
+    }
+
+    /// Complete checkpoints, oldest first, as (step, folder). Half-written ones (a crash
+    /// during the write) are not listed.
+    ///
+    /// # Errors
+    /// [`Error::Checkpoint`] if the folder cannot be read.
+    pub fn checkpoints(&self) -> Result<Vec<(usize, PathBuf)>> {
+        let dir = self.root.join("checkpoints");
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(&dir).map_err(|e| io(&dir, e))? {
+            let path = entry.map_err(|e| io(&dir, e))?.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            if let Some(step) = name.strip_prefix("step-").and_then(|s| s.parse::<usize>().ok()) {
+                found.push((step, path));
+            }
+        }
+        found.sort();
+        Ok(found)
+    }
+
+    /// Drops what a crashed run wrote after the checkpoint it resumes from: log lines of
+    /// later steps and half-written checkpoint folders.
+    ///
+    /// # Errors
+    /// [`Error::Checkpoint`] on I/O errors.
+    pub fn rewind(&self, step: usize) -> Result<()> {
+        for path in [self.metrics_path(), self.samples_path()] {
+            if !path.exists() {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).map_err(|e| io(&path, e))?;
+            let kept: String = text
+                .lines()
+                .filter(|line| {
+                    serde_json::from_str::<serde_json::Value>(line)
+                        .ok()
+                        .and_then(|v| v.get("step").and_then(serde_json::Value::as_u64))
+                        .is_some_and(|s| s as usize <= step)
+                })
+                .map(|line| format!("{line}\n"))
+                .collect();
+            let tmp = path.with_extension("jsonl.tmp");
+            std::fs::write(&tmp, kept).map_err(|e| io(&tmp, e))?;
+            std::fs::rename(&tmp, &path).map_err(|e| io(&path, e))?;
+        }
+        let dir = self.root.join("checkpoints");
+        for entry in std::fs::read_dir(&dir).map_err(|e| io(&dir, e))? {
+            let path = entry.map_err(|e| io(&dir, e))?.path();
+            if path.extension().is_some_and(|e| e == "tmp") {
+                std::fs::remove_dir_all(&path).map_err(|e| io(&path, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn append(&self, path: &Path, value: &impl Serialize) -> Result<()> {
+        let line = serde_json::to_string(value).map_err(|e| io(path, e))?;
+        let mut file =
+            std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| io(path, e))?;
+        writeln!(file, "{line}").map_err(|e| io(path, e))
+    }
+
+    /// Keeps the newest `keep_last` checkpoints and the one of step `best`.
+    fn retain(&self, keep_last: usize, best: Option<usize>) -> Result<()> {
+        let all = self.checkpoints()?;
+        let cut = all.len().saturating_sub(keep_last.max(1));
+        for (step, path) in &all[..cut] {
+            if Some(*step) != best {
+                std::fs::remove_dir_all(path).map_err(|e| io(path, e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<P: Policy> Trainer<'_, P> {
+    /// Writes a checkpoint of the current state into `dir`.
+    ///
+    /// # Errors
+    /// [`Error::Checkpoint`] on I/O errors; the exporter's errors.
+    pub fn save_checkpoint(&self, dir: &Path) -> Result<()> {
+        checkpoint::save(dir, self.senior(), &self.optimizer, &self.state, self.export.as_ref())
+    }
+
+    /// Continues from the checkpoint in `dir`: the senior's weights (into this trainer's
+    /// senior, which must have the same architecture), the optimizer state and the step.
+    ///
+    /// # Errors
+    /// [`Error::Checkpoint`] for a missing or unreadable checkpoint, or one of another
+    /// architecture.
+    pub fn resume(mut self, dir: &Path) -> Result<Self> {
+        let senior = self.senior.take().expect("the senior is present between calls");
+        let optimizer = std::mem::replace(&mut self.optimizer, burn::optim::AdamWConfig::new().init());
+        let (senior, optimizer, state) = checkpoint::load(dir, senior, optimizer)?;
+        self.senior = Some(senior);
+        self.optimizer = optimizer;
+        self.state = state;
+        Ok(self)
+    }
+
+    /// Trains to `config.steps`, from wherever the state is: each step's metrics and
+    /// samples appended to the run's files, validation every `validate_every` steps and
+    /// after the last, a checkpoint every `checkpoint_every` steps, after the last, and
+    /// whenever validation finds a new best. `on_step` sees every metrics line.
+    ///
+    /// # Errors
+    /// [`Error::AtStep`] with the step that failed (the last checkpoint is intact); I/O
+    /// errors.
+    pub fn fit(
+        &mut self,
+        run: &RunDir,
+        on_step: &mut dyn FnMut(&StepMetrics),
+        on_rollout: &mut dyn FnMut(Progress),
+    ) -> Result<()> {
+        let c = self.config.clone();
+        while self.state.step < c.steps {
+            let next = self.state.step + 1;
+            let at = |e: Error| Error::AtStep { step: next, source: Box::new(e) };
+            let mut out = self.step_with(on_rollout).map_err(at)?;
+            let step = self.state.step;
+            let last = step == c.steps;
+            let mut new_best = false;
+            if c.validate_every > 0 && (step.is_multiple_of(c.validate_every) || last) {
+                let at = |e: Error| Error::AtStep { step, source: Box::new(e) };
+                if let Some(score) = self.validate().map_err(at)? {
+                    out.metrics.validation_pass1 = Some(score);
+                    if self.state.best.is_none_or(|(_, best)| score > best) {
+                        self.state.best = Some((step, score));
+                        new_best = true;
+                    }
+                }
+            }
+            run.append(&run.metrics_path(), &out.metrics)?;
+            for sample in &out.samples {
+                run.append(&run.samples_path(), sample)?;
+            }
+            on_step(&out.metrics);
+            let due = c.checkpoint_every > 0 && step.is_multiple_of(c.checkpoint_every);
+            if due || last || new_best {
+                self.save_checkpoint(&run.checkpoint_dir(step))?;
+                run.retain(c.keep_last, self.state.best.map(|(s, _)| s))?;
+            }
+        }
+        Ok(())
+    }
+}

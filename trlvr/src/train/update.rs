@@ -1,0 +1,317 @@
+//! The update half of a step: π_old, then PPO mini-batches of micro-batches, a global
+//! gradient-norm clip and an optimizer step per mini-batch.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use burn::module::{Module, ModuleVisitor, Param, ParamId};
+use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
+use burn::prelude::*;
+
+use super::config::TrainConfig;
+use crate::mask::{Normalizer, RolloutMasks};
+use crate::model::{Partner, Policy};
+use crate::objective::{Metrics, Objective, ObjectiveBatch, host};
+use crate::rollout::Rollout;
+use crate::token::{Owner, TokenBatch, TokenId};
+use crate::{Error, Result};
+
+/// What the rollouts half of the step produced.
+pub(super) struct Inputs<'r> {
+    pub prompts: &'r [Vec<TokenId>],
+    pub rollouts: &'r [Rollout],
+    pub advantages: &'r [f32],
+}
+
+/// What the updates measured.
+#[derive(Debug, Default)]
+pub(super) struct Report {
+    pub rows: usize,
+    pub loss: f64,
+    pub clip_frac: f64,
+    pub dual_clip_frac: f64,
+    pub kl: Option<f64>,
+    pub grad_norm: f64,
+    pub time_old: f64,
+    pub time_update: f64,
+}
+
+/// Rows of one forward/backward pass, with their π_old (and junior) log-probs.
+struct Micro {
+    rows: Vec<usize>,
+    old: Vec<f32>,
+    reference: Option<Vec<f32>>,
+}
+
+/// One PPO mini-batch: its denominators and its micro-batches.
+struct MiniBatch {
+    normalizer: Normalizer,
+    micros: Vec<Micro>,
+}
+
+/// π_old, then one optimizer update per mini-batch. On error the senior comes back
+/// unchanged by the failing mini-batch.
+pub(super) fn run<P: Policy>(
+    c: &TrainConfig,
+    mut senior: P,
+    junior: &dyn Partner,
+    objective: &dyn Objective,
+    optimizer: &mut ModuleOptimizer,
+    inputs: &Inputs<'_>,
+    lr: f64,
+) -> std::result::Result<(P, Report), (P, Error)> {
+    let start = Instant::now();
+    let mut minis = plan(c, objective, inputs);
+    if let Err(e) = old_log_probs(c, &senior, junior, objective, inputs, &mut minis) {
+        return Err((senior, e));
+    }
+    let time_old = start.elapsed().as_secs_f64();
+
+    let mut report = Report { time_old, ..Report::default() };
+    let mut totals = Metrics::new();
+    let mut updates = 0usize;
+    for mini in &minis {
+        if mini.micros.is_empty() {
+            continue;
+        }
+        let (grads, metrics) = match mini_batch_grads(c, &senior, objective, inputs, mini) {
+            Ok(done) => done,
+            Err(e) => return Err((senior, e)),
+        };
+        let (grads, norm) = match clip_global_norm(&senior, grads, c.grad_clip) {
+            Ok(done) => done,
+            Err(e) => return Err((senior, e)),
+        };
+        if !norm.is_finite() {
+            return Err((senior, Error::NonFinite(format!("gradient norm is {norm}"))));
+        }
+        senior = optimizer.step(lr, senior, grads);
+        updates += 1;
+        report.grad_norm += norm;
+        report.rows += mini.micros.iter().map(|m| m.rows.len()).sum::<usize>();
+        for (k, v) in metrics {
+            *totals.entry(k).or_default() += v;
+        }
+    }
+    let per_update = updates.max(1) as f64;
+    report.grad_norm /= per_update;
+    report.loss = totals.get("loss").copied().unwrap_or(0.0) / per_update;
+    let tokens = totals.get("senior_tokens").copied().unwrap_or(0.0).max(1.0);
+    // Token-weighted sums (see `mini_batch_grads`) back to means.
+    report.clip_frac = totals.get("clip_frac").copied().unwrap_or(0.0) / tokens;
+    report.dual_clip_frac = totals.get("dual_clip_frac").copied().unwrap_or(0.0) / tokens;
+    report.kl = totals.get("kl").or_else(|| totals.get("junior_kl")).map(|k| k / tokens);
+    report.time_update = start.elapsed().as_secs_f64() - time_old;
+    Ok((senior, report))
+}
+
+/// Mini-batches of `mini_batch_prompts` prompts (G rows each), and within each the rows
+/// that can carry loss, cut into micro-batches. A row without senior tokens never
+/// carries loss; a row with zero advantage carries none either when the objective has
+/// no reference term (and `skip_zero_advantage` is on). Denominators count every row.
+fn plan(c: &TrainConfig, objective: &dyn Objective, inputs: &Inputs<'_>) -> Vec<MiniBatch> {
+    let rows_per_mini = c.mini_batch_prompts * c.group_size;
+    let skip_zero = c.skip_zero_advantage && !objective.needs_reference();
+    let senior_tokens = |r: &Rollout| r.owners.iter().filter(|&&o| o == Owner::Senior).count();
+    (0..inputs.rollouts.len())
+        .step_by(rows_per_mini)
+        .map(|first| {
+            let rows = first..(first + rows_per_mini).min(inputs.rollouts.len());
+            let counts: Vec<usize> = rows.clone().map(|i| senior_tokens(&inputs.rollouts[i])).collect();
+            let normalizer = Normalizer {
+                tokens: counts.iter().sum(),
+                sequences: counts.iter().filter(|&&n| n > 0).count(),
+            };
+            let kept: Vec<usize> = rows
+                .zip(&counts)
+                .filter(|&(i, &n)| n > 0 && !(skip_zero && inputs.advantages[i] == 0.0))
+                .map(|(i, _)| i)
+                .collect();
+            let micros = kept
+                .chunks(c.micro_batch_rows)
+                .map(|rows| Micro { rows: rows.to_vec(), old: Vec::new(), reference: None })
+                .collect();
+            MiniBatch { normalizer, micros }
+        })
+        .collect()
+}
+
+/// `prompt ++ response` of the given rows.
+fn token_batch(inputs: &Inputs<'_>, rows: &[usize]) -> Result<TokenBatch> {
+    let rows: Vec<(&[TokenId], &Rollout)> = rows
+        .iter()
+        .map(|&i| (inputs.prompts[inputs.rollouts[i].prompt].as_slice(), &inputs.rollouts[i]))
+        .collect();
+    sequences(&rows)
+}
+
+/// π_old by the senior before any update (a gradient-free copy), and the junior's
+/// log-probs when the objective needs a reference; both at the sampling temperature.
+fn old_log_probs<P: Policy>(
+    c: &TrainConfig,
+    senior: &P,
+    junior: &dyn Partner,
+    objective: &dyn Objective,
+    inputs: &Inputs<'_>,
+    minis: &mut [MiniBatch],
+) -> Result<()> {
+    let copy = senior.valid();
+    let t = c.sampling.temperature;
+    for micro in minis.iter_mut().flat_map(|m| m.micros.iter_mut()) {
+        let batch = token_batch(inputs, &micro.rows)?;
+        micro.old = host(copy.score(&batch, t)?)?;
+        if objective.needs_reference() {
+            micro.reference = Some(host(junior.score(&batch, t)?)?);
+        }
+    }
+    Ok(())
+}
+
+/// Forward and backward over a mini-batch's micro-batches, with the mini-batch's
+/// denominators, gradients accumulated. Metrics: `loss` summed (micro-batch losses add
+/// up), the others weighted by the micro-batch's senior tokens.
+fn mini_batch_grads<P: Policy>(
+    c: &TrainConfig,
+    senior: &P,
+    objective: &dyn Objective,
+    inputs: &Inputs<'_>,
+    mini: &MiniBatch,
+) -> Result<(GradientsParams, Metrics)> {
+    let mut accumulator = GradientsAccumulator::<P>::new();
+    let mut metrics = Metrics::new();
+    for micro in &mini.micros {
+        let rows: Vec<(&[TokenId], &Rollout)> = micro
+            .rows
+            .iter()
+            .map(|&i| (inputs.prompts[inputs.rollouts[i].prompt].as_slice(), &inputs.rollouts[i]))
+            .collect();
+        let advantages: Vec<f32> = micro.rows.iter().map(|&i| inputs.advantages[i]).collect();
+        let batch = objective_batch(
+            senior,
+            c.sampling.temperature,
+            &rows,
+            &advantages,
+            &micro.old,
+            micro.reference.as_deref(),
+            mini.normalizer,
+        )?;
+        let out = objective.loss(&batch)?;
+        let loss = out.metrics.get("loss").copied().unwrap_or(f64::NAN);
+        if !loss.is_finite() {
+            return Err(Error::NonFinite(format!("loss is {loss}")));
+        }
+        let tokens = out.metrics.get("senior_tokens").copied().unwrap_or(0.0);
+        for (key, value) in &out.metrics {
+            let weighted = if key == "loss" || key == "senior_tokens" { *value } else { value * tokens };
+            *metrics.entry(key.clone()).or_default() += weighted;
+        }
+        let grads = GradientsParams::from_grads(out.loss.backward(), senior);
+        accumulator.accumulate(senior, grads);
+    }
+    Ok((accumulator.grads(), metrics))
+}
+
+/// `prompt ++ response` of each `(prompt, rollout)` row, right-padded.
+///
+/// # Errors
+/// [`Error::Shape`] for no rows.
+pub fn sequences(rows: &[(&[TokenId], &Rollout)]) -> Result<TokenBatch> {
+    TokenBatch::new(rows.iter().map(|(p, r)| p.iter().chain(&r.tokens).copied().collect()).collect(), 0)
+}
+
+/// What the objective sees of `rows`: the senior's log-probs with gradients at
+/// `temperature`, π_old (and the reference) laid out as [`sequences`] lays out the rows
+/// (`[rows, width]` row-major), one advantage per row, the loss mask from each rollout's
+/// owners (junior tokens carry no loss) and the mini-batch's `normalizer`.
+///
+/// # Errors
+/// Model errors; [`Error::Shape`] if `old` or `reference` do not fit.
+pub fn objective_batch<P: Policy>(
+    senior: &P,
+    temperature: f32,
+    rows: &[(&[TokenId], &Rollout)],
+    advantages: &[f32],
+    old: &[f32],
+    reference: Option<&[f32]>,
+    normalizer: Normalizer,
+) -> Result<ObjectiveBatch> {
+    let batch = sequences(rows)?;
+    let log_probs = senior.log_probs(&batch, temperature)?;
+    let device = log_probs.device();
+    let [n, width] = log_probs.dims();
+    let table = |v: &[f32]| {
+        if v.len() != n * width {
+            return Err(Error::Shape(format!("{} log-probs for [{n}, {width}]", v.len())));
+        }
+        Ok(Tensor::<2>::from_data(TensorData::new(v.to_vec(), [n, width]), &device))
+    };
+    let prompt_lengths: Vec<usize> = rows.iter().map(|(p, _)| p.len()).collect();
+    let owners: Vec<Vec<Owner>> = rows.iter().map(|(_, r)| r.owners.clone()).collect();
+    let masks = RolloutMasks::new(&prompt_lengths, &owners, width, &device)?;
+    Ok(ObjectiveBatch {
+        old_log_probs: table(old)?,
+        ref_log_probs: reference.map(table).transpose()?,
+        log_probs,
+        advantages: Tensor::from_data(TensorData::new(advantages.to_vec(), [n]), &device),
+        loss_mask: masks.loss_mask(),
+        normalizer,
+    })
+}
+
+/// Scales all gradients together so their global L2 norm is at most `max_norm` (0 = no
+/// clipping); returns the norm before clipping. Burn's own clipping works per tensor.
+fn clip_global_norm<M: Module>(
+    module: &M,
+    mut grads: GradientsParams,
+    max_norm: f64,
+) -> Result<(GradientsParams, f64)> {
+    let mut squares = SquaredNorm { grads: &grads, seen: HashSet::new(), total: None };
+    module.visit(&mut squares);
+    let norm = match squares.total {
+        Some(total) => f64::from(host(total)?[0]).sqrt(),
+        None => 0.0,
+    };
+    if max_norm > 0.0 && norm > max_norm {
+        let factor = max_norm / (norm + 1e-6);
+        module.visit(&mut Scale { grads: &mut grads, seen: HashSet::new(), factor });
+    }
+    Ok((grads, norm))
+}
+
+struct SquaredNorm<'g> {
+    grads: &'g GradientsParams,
+    seen: HashSet<ParamId>,
+    total: Option<Tensor<1>>,
+}
+
+impl ModuleVisitor for SquaredNorm<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if !self.seen.insert(param.id) {
+            return;
+        }
+        if let Some(grad) = self.grads.get::<D>(param.id) {
+            let squares = grad.square().sum();
+            self.total = Some(match self.total.take() {
+                Some(total) => total + squares,
+                None => squares,
+            });
+        }
+    }
+}
+
+struct Scale<'g> {
+    grads: &'g mut GradientsParams,
+    seen: HashSet<ParamId>,
+    factor: f64,
+}
+
+impl ModuleVisitor for Scale<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if !self.seen.insert(param.id) {
+            return;
+        }
+        if let Some(grad) = self.grads.remove::<D>(param.id) {
+            self.grads.register(param.id, grad * self.factor);
+        }
+    }
+}
