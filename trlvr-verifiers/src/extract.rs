@@ -26,6 +26,10 @@ pub enum Extraction {
     /// The whole input is the answer (surrounding `$..$`, `\(..\)`, `\[..\]` or a lone
     /// `\boxed{..}` are removed). For reference answers.
     Bare,
+    /// The training reward's rule (method.md §1): the content of the last `\boxed` /
+    /// `\fbox` of the whole response; if that one is malformed there is no answer (no
+    /// earlier box, no phrase, no fall-back).
+    LastBox,
 }
 
 /// Extracts the answer from `response` the way `how` says; `None` when there is none.
@@ -50,6 +54,7 @@ pub fn extract(response: &str, how: Extraction) -> Option<String> {
             .or_else(|| phrase(response))
             .or_else(|| last_number(response)),
         Extraction::Bare => bare(response),
+        Extraction::LastBox => last_box(response),
     }?;
     let found = found.trim();
     (!found.is_empty() && found.len() <= MAX_ANSWER_BYTES).then(|| found.to_string())
@@ -69,6 +74,13 @@ pub fn boxed(s: &str) -> Option<String> {
         end = at;
     }
     None
+}
+
+/// The content of the very last `\boxed` / `\fbox`, or `None` if that one is malformed.
+pub fn last_box(s: &str) -> Option<String> {
+    let at = [s.rfind("\\boxed"), s.rfind("\\fbox")].into_iter().flatten().max()?;
+    let name_len = if s[at..].starts_with("\\boxed") { 6 } else { 5 };
+    box_content(&s[at + name_len..])
 }
 
 /// What follows a `\boxed` command: a braced group, or one space-separated token.

@@ -73,6 +73,23 @@ impl MathVerifier {
         Self { response, reference: Extraction::Bare, format_reward: 0.0 }
     }
 
+    /// The training reward (method.md §1): only the last `\boxed{}` of the response counts
+    /// ([`Extraction::LastBox`]); references are taken whole unless
+    /// [`MathVerifier::with_reference_extraction`] says otherwise.
+    ///
+    /// ```
+    /// use trlvr::verifier::Verifier;
+    /// use trlvr_verifiers::MathVerifier;
+    ///
+    /// let strict = MathVerifier::strict();
+    /// assert!(strict.verify(r"\boxed{3} then \boxed{4}", "4").correct);
+    /// assert!(!strict.verify("The answer is 4.", "4").correct); // no box, no reward
+    /// assert!(!strict.verify(r"\boxed{4} and then \boxed{4", "4").correct); // the last box is broken
+    /// ```
+    pub fn strict() -> Self {
+        Self::new(Extraction::LastBox)
+    }
+
     /// The GSM8K preset: `#### N` answers on both sides (so a full reference solution works
     /// as well as a bare number).
     pub fn gsm8k() -> Self {

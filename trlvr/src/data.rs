@@ -38,6 +38,7 @@ pub enum Layout {
     Math,
     /// `problem`, and a bare `answer` (DeepScaleR-Preview; the default).
     #[default]
+    #[serde(rename = "deepscaler")]
     DeepScaleR,
 }
 

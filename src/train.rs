@@ -1,0 +1,242 @@
+//! `trlvr train`: trains a senior from a TOML recipe into a run directory, or continues a
+//! run from its last checkpoint.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use burn::prelude::Device;
+use indicatif::{ProgressBar, ProgressStyle};
+use trlvr::data::{Dataset, ReferenceFormat, user_message};
+use trlvr::device::parse_device;
+use trlvr::plugin::Registry;
+use trlvr::prelude::*;
+use trlvr::train::{Example, RunDir, StepMetrics, Task, Trainer};
+use trlvr_models::Decoder;
+use trlvr_verifiers::{Extraction, MathVerifier, extract};
+
+use crate::model::{Loaded, resolve_model};
+use crate::recipe::Recipe;
+
+/// Arguments of `trlvr train`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The recipe (TOML); see configs/.
+    #[arg(long, required_unless_present = "resume")]
+    config: Option<PathBuf>,
+    /// Override a recipe key, e.g. `--set train.steps=10 --set senior.device=tch`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// The run directory (default: runs/<recipe name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Continue the run in this directory from its last complete checkpoint.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["config", "sets", "out"])]
+    resume: Option<PathBuf>,
+}
+
+/// How the verifier reads a dataset's references.
+fn reference_extraction(format: ReferenceFormat) -> Extraction {
+    match format {
+        ReferenceFormat::Hashes => Extraction::Gsm8k,
+        ReferenceFormat::Boxed => Extraction::Math,
+        ReferenceFormat::Bare => Extraction::Bare,
+    }
+}
+
+/// Chat-formatted prompts, each reference checked to hold an answer.
+fn examples(data: &Dataset, model: &Loaded, template: &str) -> Result<Vec<Example>> {
+    let how = reference_extraction(data.format);
+    data.problems
+        .iter()
+        .map(|p| {
+            if extract(&p.reference, how).is_none() {
+                bail!(
+                    "{}, line {}: no answer in the reference ({how:?} layout)",
+                    data.path.display(),
+                    p.line
+                );
+            }
+            Ok(Example {
+                prompt: model.prompt(&user_message(template, &p.question), false)?,
+                reference: p.reference.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Runs the command.
+pub fn run(args: &Args) -> Result<()> {
+    let (recipe, out) = match (&args.resume, &args.config) {
+        (Some(dir), _) => {
+            if !dir.join("config.toml").exists() {
+                bail!("{} holds no run (no config.toml): start one with --config", dir.display());
+            }
+            (Recipe::load(&dir.join("config.toml"), &[])?, dir.clone())
+        }
+        (None, Some(path)) => {
+            let recipe = Recipe::load(path, &args.sets)?;
+            let stem = path.file_stem().map_or_else(|| "run".into(), |s| s.to_string_lossy().into_owned());
+            let out = args.out.clone().unwrap_or_else(|| PathBuf::from("runs").join(stem));
+            if out.join("config.toml").exists() {
+                bail!(
+                    "{} already holds a run: continue it with --resume {0}, or choose another --out",
+                    out.display()
+                );
+            }
+            (recipe, out)
+        }
+        (None, None) => bail!("give --config RECIPE or --resume RUN_DIR"),
+    };
+
+    // Models: the senior records gradients; the junior never does.
+    let senior_device = parse_device(&recipe.senior.device)?;
+    let senior_path = resolve_model(&recipe.senior.path)?;
+    let senior = Loaded::from_path(&senior_path, &senior_device.clone().autodiff())?;
+    let junior = match &recipe.junior {
+        Some(spec) => Loaded::from_path(&resolve_model(&spec.path)?, &parse_device(&spec.device)?)?,
+        None => Loaded::from_path(&senior_path, &senior_device)?,
+    };
+    if junior.tokenizer.get_vocab(true) != senior.tokenizer.get_vocab(true) {
+        bail!("senior and junior tokenizers differ: they must share a vocabulary (method.md §1)");
+    }
+
+    // Data, reward, schedule, objective.
+    let template = &recipe.data.prompt_template;
+    let train_set = Dataset::load(&recipe.data.train)?;
+    let train = examples(&train_set, &senior, template)?;
+    let (validation, validation_how) = match &recipe.data.validation {
+        Some(spec) => {
+            let set = Dataset::load(spec)?;
+            (examples(&set, &senior, template)?, reference_extraction(set.format))
+        }
+        None => (Vec::new(), Extraction::Bare),
+    };
+    let verifier = MathVerifier::strict().with_reference_extraction(reference_extraction(train_set.format));
+    let validation_verifier = MathVerifier::default().with_reference_extraction(validation_how);
+    let mut registry = Registry::with_linked();
+    for path in &recipe.plugins {
+        registry.load(path)?;
+    }
+    let schedule = registry.schedule(&recipe.schedule().name, &recipe.schedule().json()?)?;
+    let objective = registry.objective(&recipe.objective().name, &recipe.objective().json()?)?;
+    let classes = TokenClasses::from_tokenizer(&senior.tokenizer, &senior.eos)?;
+    let task = Task {
+        train: &train,
+        validation: &validation,
+        verifier: &verifier,
+        validation_verifier: &validation_verifier,
+        text: &senior.tokenizer,
+        classes: &classes,
+    };
+    let (config, tokenizer) = (senior.config.clone(), senior.tokenizer.clone());
+    let export = move |model: &Decoder, dir: &Path| {
+        trlvr_models::save_hf_dir(model, &config, Some(&tokenizer), dir)
+            .map_err(|e| trlvr::Error::Checkpoint { path: dir.to_path_buf(), message: e.to_string() })
+    };
+    let mut trainer =
+        Trainer::new(recipe.train.clone(), senior.decoder, &junior.decoder, &*schedule, &*objective, task)?
+            .with_export(Box::new(export));
+
+    let run = RunDir::open(&out)?;
+    if args.resume.is_some() {
+        let last = run.checkpoints()?.pop();
+        run.rewind(last.as_ref().map_or(0, |(step, _)| *step))?;
+        if let Some((step, dir)) = last {
+            trainer = trainer.resume(&dir).with_context(|| format!("resuming from {}", dir.display()))?;
+            eprintln!("resuming {} from step {step}", out.display());
+        } else {
+            eprintln!("no complete checkpoint in {}: starting again from step 0", out.display());
+        }
+    } else {
+        // Written last of all set-up, and atomically: its presence means "a run is here".
+        let tmp = out.join("config.toml.tmp");
+        std::fs::write(&tmp, recipe.to_toml()?).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, out.join("config.toml"))?;
+    }
+    eprintln!(
+        "training {} ({:?}, schedule {}, objective {}) for {} steps on {}; run directory {}",
+        senior_path.display(),
+        recipe.arm,
+        schedule.name(),
+        objective.name(),
+        recipe.train.steps,
+        device_name(&senior_device),
+        out.display()
+    );
+
+    let progress = StepProgress::new(recipe.train.steps, trainer.state().step);
+    trainer.fit(&run, &mut |m| progress.step(m), &mut |p| progress.rollout(p)).with_context(|| {
+        format!("training stopped; the last complete checkpoint is in {}", out.join("checkpoints").display())
+    })?;
+    progress.bar.finish_and_clear();
+    if let Some((step, score)) = trainer.state().best {
+        eprintln!("best validation pass@1 {score:.3} at step {step}: {}", run.checkpoint_dir(step).display());
+    }
+    eprintln!("done: {} (metrics.jsonl, samples.jsonl, checkpoints/)", out.display());
+    Ok(())
+}
+
+fn device_name(device: &Device) -> String {
+    format!("{device:?}")
+}
+
+/// A bar over steps on a terminal (live figures in its message), plain lines otherwise.
+struct StepProgress {
+    bar: ProgressBar,
+    terminal: bool,
+    total: usize,
+}
+
+impl StepProgress {
+    fn new(total: usize, done: usize) -> Self {
+        let terminal = std::io::stderr().is_terminal();
+        let bar = if terminal { ProgressBar::new(total as u64) } else { ProgressBar::hidden() };
+        bar.set_style(
+            ProgressStyle::with_template("{elapsed_precise} [{bar:30}] step {pos}/{len} {msg}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        bar.set_position(done as u64);
+        Self { bar, terminal, total }
+    }
+
+    fn rollout(&self, p: Progress) {
+        if self.terminal {
+            self.bar
+                .set_message(format!("rollouts: {} tokens, {}/{} rows writing", p.tokens, p.live, p.rows));
+        }
+    }
+
+    fn step(&self, m: &StepMetrics) {
+        let validation =
+            m.validation_pass1.map(|v| format!("  validation pass@1 {v:.3}")).unwrap_or_default();
+        let line = format!(
+            "step {}/{}  reward {:.3}  acc {:.3}  senior {:.2}  len {:.0}/{}  trunc {:.2}  loss {:+.4}  \
+             clip {:.3}  gnorm {:.3}  lr {:.2e}  {:.1} s (rollout {:.1}, π_old {:.1}, update {:.1}), {:.0} tok/s{validation}",
+            m.step,
+            self.total,
+            m.reward_mean,
+            m.accuracy,
+            m.senior_share,
+            m.response_len_mean,
+            m.response_len_max,
+            m.truncation_rate,
+            m.loss,
+            m.clip_frac,
+            m.grad_norm,
+            m.lr,
+            m.time_s,
+            m.time_rollout_s,
+            m.time_old_s,
+            m.time_update_s,
+            m.tokens_per_s,
+        );
+        if self.terminal {
+            self.bar.set_position(m.step as u64);
+            self.bar.println(line);
+        } else {
+            eprintln!("{line}");
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! `trlvr train` run as a user would: a tiny Qwen3 with the real Qwen3 tokenizer, GSM8K
+//! style data, a recipe per arm; checkpoints open with `trlvr generate`; a run killed at
+//! random moments (checkpoint writes included) and resumed equals the uninterrupted run;
+//! bad input gets clear errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use burn::prelude::*;
+use rand::{Rng, SeedableRng};
+use trlvr_models::ModelConfig;
+
+fn trlvr(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_trlvr"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), text)
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("trlvr-train-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A random one-layer Qwen3 over the real Qwen3 vocabulary, saved in the Hugging Face layout.
+fn tiny_model(dir: &Path) -> PathBuf {
+    let config: ModelConfig = serde_json::from_str(
+        r#"{"model_type": "qwen3", "vocab_size": 151936, "hidden_size": 16, "intermediate_size": 32,
+            "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8,
+            "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": true,
+            "max_position_embeddings": 512}"#,
+    )
+    .unwrap();
+    let device = Device::default();
+    device.seed(5);
+    let model = config.init(&device);
+    let tokenizer_path = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/qwen3-tokenizer/tokenizer.json");
+    let tokenizer = tokenizers::Tokenizer::from_file(tokenizer_path).unwrap();
+    let path = dir.join("tiny-qwen3");
+    trlvr_models::save_hf_dir(&model, &config, Some(&tokenizer), &path).unwrap();
+    path
+}
+
+const DATA: &str = "{\"question\": \"What is 2 + 2?\", \"answer\": \"2+2=4\\n#### 4\"}\n\
+{\"question\": \"What is 3 * 3?\", \"answer\": \"#### 9\"}\n\
+{\"question\": \"What is 10 - 7?\", \"answer\": \"#### 3\"}\n";
+
+fn recipe(dir: &Path, model: &Path, arm: &str, steps: usize) -> PathBuf {
+    let data = dir.join("data.jsonl");
+    std::fs::write(&data, DATA).unwrap();
+    let text = format!(
+        "arm = \"{arm}\"\n\n[senior]\npath = \"{}\"\n\n[data]\ntrain = {{ path = \"{}\", layout = \"gsm8k\" }}\n\
+         validation = {{ path = \"{}\", layout = \"gsm8k\", limit = 2 }}\n\n[train]\nsteps = {steps}\n\
+         prompts_per_step = 2\ngroup_size = 4\nmini_batch_prompts = 1\nmicro_batch_rows = 3\n\
+         max_new_tokens = 6\nlr = 0.01\ncheckpoint_every = 1\nvalidate_every = 2\nkeep_last = 2\n\
+         skip_zero_advantage = false\n",
+        model.display(),
+        data.display(),
+        data.display()
+    );
+    let path = dir.join(format!("{arm}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Metrics without wall-clock figures.
+fn timeless(path: &Path) -> Vec<serde_json::Value> {
+    lines(path)
+        .into_iter()
+        .map(|mut v| {
+            let object = v.as_object_mut().unwrap();
+            object.retain(|k, _| !k.starts_with("time") && !k.ends_with("per_s"));
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn each_arm_trains_from_a_recipe_and_its_checkpoints_open() {
+    let dir = temp("arms");
+    let model = tiny_model(&dir);
+    for arm in ["trlvr", "grpo", "kl-reg"] {
+        let out = dir.join(format!("run-{arm}"));
+        let config = recipe(&dir, &model, arm, 3);
+        let (code, text) =
+            trlvr(&["train", "--config", config.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        assert_eq!(code, 0, "{arm}: {text}");
+        assert!(text.contains("step 3/3"), "{arm}: progress lines: {text}");
+        let metrics = lines(&out.join("metrics.jsonl"));
+        assert_eq!(metrics.len(), 3, "{arm}");
+        assert!(metrics.iter().all(|m| m["loss"].as_f64().is_some_and(f64::is_finite)), "{arm}");
+        assert_eq!(metrics[0]["kl"].is_null(), arm != "kl-reg", "{arm}");
+        let resolved = std::fs::read_to_string(out.join("config.toml")).unwrap();
+        assert!(resolved.contains("[objective]") && resolved.contains("[schedule]"), "{resolved}");
+        let last = out.join("checkpoints/step-000003");
+        for file in ["model.safetensors", "config.json", "tokenizer.json", "senior.bpk", "optimizer.bpk"] {
+            assert!(last.join(file).exists(), "{arm}: {file} in {}", last.display());
+        }
+        let (code, text) = trlvr(&[
+            "generate",
+            "--model",
+            last.to_str().unwrap(),
+            "--prompt",
+            "Hi",
+            "--max-new-tokens",
+            "3",
+        ]);
+        assert_eq!(code, 0, "{arm}: generate opens the checkpoint: {text}");
+        // A second start into the same folder is refused (nothing overwritten).
+        let (code, text) =
+            trlvr(&["train", "--config", config.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        assert_ne!(code, 0);
+        assert!(text.contains("--resume"), "{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_run_killed_at_random_moments_and_resumed_equals_the_uninterrupted_run() {
+    let dir = temp("kill");
+    let model = tiny_model(&dir);
+    let config = recipe(&dir, &model, "trlvr", 6);
+    let whole = dir.join("whole");
+    let (code, text) =
+        trlvr(&["train", "--config", config.to_str().unwrap(), "--out", whole.to_str().unwrap()]);
+    assert_eq!(code, 0, "{text}");
+
+    let split = dir.join("split");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut args: Vec<String> =
+        ["train", "--config", config.to_str().unwrap(), "--out", split.to_str().unwrap()]
+            .map(String::from)
+            .to_vec();
+    let mut kills = 0;
+    loop {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_trlvr"))
+            .args(&args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // SIGKILL at a random moment after a random number of logged steps: mid-step,
+        // mid-checkpoint or between the two.
+        let logged =
+            |run: &Path| std::fs::read_to_string(run.join("metrics.jsonl")).map_or(0, |t| t.lines().count());
+        let target = rng.random_range(logged(&split)..6);
+        let started = std::time::Instant::now();
+        while logged(&split) < target
+            && child.try_wait().unwrap().is_none()
+            && started.elapsed().as_secs() < 120
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(rng.random_range(0..150)));
+        let finished = child.try_wait().unwrap().is_some();
+        if !finished {
+            child.kill().unwrap();
+            kills += 1;
+        }
+        child.wait().unwrap();
+        eprintln!("killed: {}, steps logged: {}", !finished, logged(&split));
+        // Killed before it wrote its config: nothing to resume yet, start again.
+        if split.join("config.toml").exists() {
+            args = ["train", "--resume", split.to_str().unwrap()].map(String::from).to_vec();
+        }
+        if finished || kills == 5 {
+            break;
+        }
+    }
+    let (code, text) = trlvr(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 0, "{text}");
+    assert!(kills > 0, "the run was never interrupted");
+    assert_eq!(timeless(&whole.join("metrics.jsonl")), timeless(&split.join("metrics.jsonl")));
+    assert_eq!(lines(&whole.join("samples.jsonl")), lines(&split.join("samples.jsonl")));
+    let weights = |run: &Path| std::fs::read(run.join("checkpoints/step-000006/model.safetensors")).unwrap();
+    assert!(weights(&whole) == weights(&split), "final weights differ");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_input_gets_clear_errors_and_overwrites_nothing() {
+    let dir = temp("bad");
+    let model = tiny_model(&dir);
+    let config = recipe(&dir, &model, "grpo", 3);
+    let text = std::fs::read_to_string(&config).unwrap();
+    let c = config.to_str().unwrap();
+
+    // An unknown key: named, with its line.
+    std::fs::write(&config, text.replace("group_size = 4", "group_size = 4\ngroup_sise = 4")).unwrap();
+    let (code, err) = trlvr(&["train", "--config", c, "--out", dir.join("r1").to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("group_sise") && err.contains("line 14"), "{err}");
+
+    // A missing dataset file.
+    std::fs::write(
+        &config,
+        text.replace("data.jsonl\", layout = \"gsm8k\" }", "nope.jsonl\", layout = \"gsm8k\" }"),
+    )
+    .unwrap();
+    let (code, err) = trlvr(&["train", "--config", c, "--out", dir.join("r2").to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("nope.jsonl"), "{err}");
+
+    // A line without the answer field, and one whose reference holds no answer.
+    std::fs::write(&config, &text).unwrap();
+    std::fs::write(dir.join("data.jsonl"), format!("{DATA}{{\"question\": \"q\"}}\n")).unwrap();
+    let (code, err) = trlvr(&["train", "--config", c, "--out", dir.join("r3").to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("data.jsonl, line 4") && err.contains("`answer`"), "{err}");
+    std::fs::write(
+        dir.join("data.jsonl"),
+        format!("{{\"question\": \"q\", \"answer\": \"no hashes\"}}\n{DATA}"),
+    )
+    .unwrap();
+    let (code, err) = trlvr(&["train", "--config", c, "--out", dir.join("r4").to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("line 1") && err.contains("no answer"), "{err}");
+
+    // Weights blown up by an absurd learning rate: the run stops, names the step, and the
+    // checkpoint before it is intact.
+    let data = dir.join("data.jsonl");
+    std::fs::write(&data, DATA).unwrap();
+    let out = dir.join("r5");
+    let (code, err) =
+        trlvr(&["train", "--config", c, "--out", out.to_str().unwrap(), "--set", "train.lr=1e30"]);
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("step 2") && err.contains("checkpoint"), "{err}");
+    assert!(out.join("checkpoints/step-000001/senior.bpk").exists(), "{err}");
+    assert_eq!(lines(&out.join("metrics.jsonl")).len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
