@@ -226,6 +226,22 @@ mod tests {
     }
 
     #[test]
+    fn shipped_recipes_read() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/configs");
+        let mut arms = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let recipe = Recipe::load(&path, &[]).unwrap_or_else(|e| panic!("{e}"));
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let expected = if name.ends_with("kl-reg.toml") { "junior-kl" } else { "grpo" };
+            assert_eq!(recipe.objective().name, expected, "{name}");
+            assert_eq!(recipe.schedule().name == "word", name.ends_with("trlvr.toml"), "{name}");
+            arms.push(recipe.arm);
+        }
+        assert_eq!(arms.len(), 6);
+    }
+
+    #[test]
     fn junior_kl_needs_solo_rollouts() {
         let path = write("klreg", &BASE.replace("trlvr", "kl-reg"));
         let recipe = Recipe::load(&path, &[]).unwrap();

@@ -317,6 +317,13 @@ fn a_resumed_run_repeats_the_uninterrupted_one() {
     let (a, b) = (metrics(&whole), metrics(&split));
     assert_eq!(a.iter().map(timeless).collect::<Vec<_>>(), b.iter().map(timeless).collect::<Vec<_>>());
     assert_eq!(params(straight.senior()), params(resumed.senior()), "weights bit for bit");
+    // Kept: the last two checkpoints and the best by validation.
+    let kept: Vec<usize> = whole.checkpoints().unwrap().into_iter().map(|(s, _)| s).collect();
+    let best = straight.state().best.unwrap().0;
+    let mut expected = vec![4, 5, best];
+    expected.sort_unstable();
+    expected.dedup();
+    assert_eq!(kept, expected);
     for run in [whole, split] {
         let _ = std::fs::remove_dir_all(run.root());
     }

@@ -190,3 +190,36 @@ impl TrainConfig {
         self.validation_sampling.validate()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn rates_stay_between_the_floor_and_the_base(
+            warmup in 0usize..20, total in 1usize..200, min_ratio in 0.0f64..=1.0, lr in 1e-8f64..1.0,
+        ) {
+            let schedules = [
+                LrSchedule::Constant,
+                LrSchedule::Warmup { warmup_steps: warmup },
+                LrSchedule::Cosine { warmup_steps: warmup, min_ratio },
+            ];
+            for s in schedules {
+                let rates: Vec<f64> = (0..total).map(|step| s.at(step, total, lr)).collect();
+                prop_assert!(rates.iter().all(|&r| r >= 0.0 && r <= lr * (1.0 + 1e-12)), "{s:?}: {rates:?}");
+                // Rising during warm-up, never rising after it.
+                let w = match s { LrSchedule::Constant => 0, LrSchedule::Warmup { warmup_steps } | LrSchedule::Cosine { warmup_steps, .. } => warmup_steps };
+                for k in 1..total {
+                    if k < w { prop_assert!(rates[k] > rates[k - 1]); } else if k > w { prop_assert!(rates[k] <= rates[k - 1] * (1.0 + 1e-12)); }
+                }
+                if let LrSchedule::Cosine { .. } = s && total > w + 1 {
+                    // The floor is reached at the last step.
+                    prop_assert!((rates[total - 1] - lr * min_ratio).abs() <= 1e-12, "{rates:?}");
+                }
+            }
+        }
+    }
+}

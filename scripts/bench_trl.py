@@ -1,0 +1,124 @@
+"""Hugging Face TRL's GRPOTrainer on the work of `cargo bench --bench train_step`.
+
+SmolLM2-135M-Instruct (the GGUF file scripts/fetch_smollm2.sh fetches, loaded in f32),
+the same two GSM8K problems with the same plain prompt text, 2 prompts x 8 completions,
+at most 64 new tokens, T 0.6, one optimizer update per step (num_iterations 1, beta 0:
+no reference or old-log-prob passes), loss "dapo" (token mean), f32, no gradient
+checkpointing, on the CPU. Prints the median step time and its generation share.
+
+    python3 -m venv V && V/bin/pip install torch transformers trl gguf
+    V/bin/python scripts/bench_trl.py [--steps 3] [--threads 2]
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import statistics
+import subprocess
+import time
+
+import torch
+from datasets import Dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+from trl import GRPOConfig, GRPOTrainer
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TEMPLATE = "{question}\n\nSolve the following math problem step by step. Put your final answer inside \\boxed{{}}."
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int, default=3)
+parser.add_argument("--threads", type=int, default=2)
+args = parser.parse_args()
+torch.set_num_threads(args.threads)
+
+gguf = pathlib.Path(subprocess.check_output(["bash", str(ROOT / "scripts/fetch_smollm2.sh")], text=True).strip())
+tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+# Loaded from GGUF, the model is marked quantized though its weights are f32; the trainer
+# refuses quantized models, so clear the mark.
+model.is_quantized = False
+model.hf_quantizer = None
+if hasattr(model.config, "quantization_config"):
+    del model.config.quantization_config
+
+problems = [json.loads(l) for l in open(ROOT / "assets/math/gsm8k-train.jsonl")][:2]
+rows = [{"prompt": TEMPLATE.format(question=p["question"]), "answer": p["answer"].split("####")[-1].strip()} for p in problems]
+dataset = Dataset.from_list(rows * (4 * (args.steps + 1)))
+
+
+def last_box(text):
+    at = text.rfind("\\boxed{")
+    if at < 0:
+        return None
+    depth, start = 0, at + len("\\boxed{")
+    for i in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth < 0:
+            return text[start:i]
+    return None
+
+
+def reward(completions, answer, **_):
+    norm = lambda s: re.sub(r"[\s,$]", "", s or "")
+    return [float(norm(last_box(c)) == norm(a)) for c, a in zip(completions, answer)]
+
+
+generation = []
+generate = model.generate
+
+
+def timed_generate(*a, **k):
+    t = time.perf_counter()
+    out = generate(*a, **k)
+    generation.append(time.perf_counter() - t)
+    return out
+
+
+model.generate = timed_generate
+
+
+class StepTimes(TrainerCallback):
+    def __init__(self):
+        self.times, self.start = [], None
+
+    def on_step_begin(self, *_, **__):
+        self.start = time.perf_counter()
+
+    def on_step_end(self, *_, **__):
+        self.times.append(time.perf_counter() - self.start)
+
+
+times = StepTimes()
+config = GRPOConfig(
+    output_dir=str(ROOT / "target/bench-trl"),
+    per_device_train_batch_size=16,
+    num_generations=8,
+    max_completion_length=64,
+    temperature=0.6,
+    top_p=1.0,
+    loss_type="dapo",
+    beta=0.0,
+    num_iterations=1,
+    learning_rate=1e-6,
+    weight_decay=0.01,
+    max_grad_norm=1.0,
+    bf16=False,
+    fp16=False,
+    gradient_checkpointing=False,
+    use_cpu=True,
+    max_steps=args.steps + 1,
+    logging_steps=1,
+    save_strategy="no",
+    report_to=[],
+    seed=0,
+)
+trainer = GRPOTrainer(model=model, reward_funcs=reward, args=config, train_dataset=dataset, processing_class=tokenizer)
+trainer.add_callback(times)
+trainer.train()
+steps = times.times[1:]  # the first is a warm-up
+gens = generation[1 : 1 + len(steps)] if len(generation) > len(steps) else generation[-len(steps):]
+step, gen = statistics.median(steps), statistics.median(gens)
+print(f"TRL {__import__('trl').__version__}, torch {torch.__version__}, {args.threads} threads")
+print(f"| TRL GRPOTrainer | step {step:.2f} s | generation {gen:.2f} s | rest (log-probs, update) {step - gen:.2f} s |")
+print(json.dumps({"step_s": step, "generation_s": gen, "steps": steps}))
