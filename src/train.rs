@@ -5,7 +5,6 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use burn::prelude::Device;
 use indicatif::{ProgressBar, ProgressStyle};
 use trlvr::data::{Dataset, ReferenceFormat, user_message};
 use trlvr::device::parse_device;
@@ -30,6 +29,9 @@ pub struct Args {
     /// The run directory (default: runs/<recipe name>).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// The device of both models (flex, cuda[:N], tch, tch-cuda[:N]), over the recipe's.
+    #[arg(long)]
+    device: Option<String>,
     /// Continue the run in this directory from its last complete checkpoint.
     #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["config", "sets", "out"])]
     resume: Option<PathBuf>,
@@ -67,7 +69,7 @@ fn examples(data: &Dataset, model: &Loaded, template: &str) -> Result<Vec<Exampl
 
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
-    let (recipe, out) = match (&args.resume, &args.config) {
+    let (mut recipe, out) = match (&args.resume, &args.config) {
         (Some(dir), _) => {
             if !dir.join("config.toml").exists() {
                 bail!("{} holds no run (no config.toml): start one with --config", dir.display());
@@ -88,6 +90,13 @@ pub fn run(args: &Args) -> Result<()> {
         }
         (None, None) => bail!("give --config RECIPE or --resume RUN_DIR"),
     };
+
+    if let Some(device) = &args.device {
+        recipe.senior.device.clone_from(device);
+        if let Some(junior) = &mut recipe.junior {
+            junior.device.clone_from(device);
+        }
+    }
 
     // Models: the senior records gradients; the junior never does.
     let senior_device = parse_device(&recipe.senior.device)?;
@@ -155,13 +164,13 @@ pub fn run(args: &Args) -> Result<()> {
         std::fs::rename(&tmp, out.join("config.toml"))?;
     }
     eprintln!(
-        "training {} ({:?}, schedule {}, objective {}) for {} steps on {}; run directory {}",
+        "training {} (arm {}, schedule {}, objective {}) for {} steps on {}; run directory {}",
         senior_path.display(),
-        recipe.arm,
+        recipe.arm.name(),
         schedule.name(),
         objective.name(),
         recipe.train.steps,
-        device_name(&senior_device),
+        recipe.senior.device,
         out.display()
     );
 
@@ -175,10 +184,6 @@ pub fn run(args: &Args) -> Result<()> {
     }
     eprintln!("done: {} (metrics.jsonl, samples.jsonl, checkpoints/)", out.display());
     Ok(())
-}
-
-fn device_name(device: &Device) -> String {
-    format!("{device:?}")
 }
 
 /// A bar over steps on a terminal (live figures in its message), plain lines otherwise.
