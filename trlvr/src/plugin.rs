@@ -173,7 +173,11 @@ inventory::submit! {
 inventory::submit! {
     Registration { name: "step", about: "paragraph alternation for evaluation (first, max_rounds)",
         crate_name: env!("CARGO_PKG_NAME"),
-        factory: Factory::Schedule(|v| Ok(Box::new(config::<StepAlternation>(v)?))) }
+        factory: Factory::Schedule(|v| {
+            let step: StepAlternation = config(v)?;
+            step.validate()?;
+            Ok(Box::new(step))
+        }) }
 }
 
 /// Where an item came from.
@@ -379,6 +383,9 @@ impl HandoffSchedule for Plugged<dyn HandoffSchedule> {
     }
     fn begin(&self, rng: &mut dyn rand::RngCore) -> Box<dyn HandoffState> {
         self.inner.begin(rng)
+    }
+    fn validate(&self) -> Result<()> {
+        self.inner.validate()
     }
 }
 

@@ -2,6 +2,7 @@
 
 use proptest::prelude::*;
 use trlvr::prelude::*;
+use trlvr::schedule::HandoffState;
 use trlvr::schedule::replay;
 use trlvr::testing::{check_schedule, token_stream, toy_classes};
 
@@ -138,4 +139,104 @@ fn several_eos_ids_end_the_row() {
         assert_eq!(owners.len(), 3);
         assert_eq!(finish, Some(Finish::Eos));
     }
+}
+
+/// Redraws only at the gap cap: ignores word starts.
+#[derive(Debug)]
+struct CapOnly(WordBoundary);
+
+/// Redraws only after word starts: ignores the cap.
+#[derive(Debug)]
+struct WordsOnly(WordBoundary);
+
+#[derive(Debug)]
+struct Broken {
+    inner: WordBoundary,
+    use_words: bool,
+    use_cap: bool,
+    author: Owner,
+    gap: usize,
+}
+
+impl HandoffState for Broken {
+    fn author(&self) -> Owner {
+        self.author
+    }
+    fn after(&mut self, token: TokenId, classes: &TokenClasses, rng: &mut dyn rand::RngCore) -> Next {
+        use rand::Rng;
+        self.gap += 1;
+        if (self.use_words && classes.is_word_start(token))
+            || (self.use_cap && self.gap >= self.inner.max_gap)
+        {
+            self.author = if rng.random_bool(self.inner.p_senior) { Owner::Senior } else { Owner::Junior };
+            self.gap = 0;
+        }
+        Next::Write(self.author)
+    }
+}
+
+fn broken(
+    inner: WordBoundary,
+    use_words: bool,
+    use_cap: bool,
+    rng: &mut dyn rand::RngCore,
+) -> Box<dyn HandoffState> {
+    use rand::Rng;
+    let author = if rng.random_bool(inner.p_senior) { Owner::Senior } else { Owner::Junior };
+    Box::new(Broken { inner, use_words, use_cap, author, gap: 0 })
+}
+
+impl HandoffSchedule for CapOnly {
+    fn name(&self) -> &str {
+        "cap-only"
+    }
+    fn begin(&self, rng: &mut dyn rand::RngCore) -> Box<dyn HandoffState> {
+        broken(self.0, false, true, rng)
+    }
+}
+
+impl HandoffSchedule for WordsOnly {
+    fn name(&self) -> &str {
+        "words-only"
+    }
+    fn begin(&self, rng: &mut dyn rand::RngCore) -> Box<dyn HandoffState> {
+        broken(self.0, true, false, rng)
+    }
+}
+
+#[test]
+fn the_kit_catches_schedules_that_ignore_word_starts_or_the_cap() {
+    use trlvr::testing::check_redraws;
+    for (p, k) in [(0.5, 4), (0.1, 2), (0.9, 7)] {
+        let word = WordBoundary::new(p, k).unwrap();
+        check_redraws(&word, p, k).unwrap();
+        let err = check_redraws(&CapOnly(word), p, k).unwrap_err().to_string();
+        assert!(err.contains("word start"), "{err}");
+        let err = check_redraws(&WordsOnly(word), p, k).unwrap_err().to_string();
+        assert!(err.contains("gap cap"), "{err}");
+    }
+}
+
+#[test]
+fn builtin_schedules_refuse_bad_settings_before_any_row_starts() {
+    let bad: Vec<Box<dyn HandoffSchedule>> = vec![
+        Box::new(WordBoundary { p_senior: 1.5, max_gap: 4 }),
+        Box::new(WordBoundary { p_senior: 0.5, max_gap: 0 }),
+        Box::new(TokenBernoulli { p_senior: -0.1 }),
+        Box::new(StepAlternation { first: Owner::Senior, max_rounds: 0 }),
+    ];
+    let classes = toy_classes();
+    let device = burn::prelude::Device::default();
+    let model = BigramLm::random(classes.vocab_size(), 1.0, &device);
+    let config = RolloutConfig { group_size: 2, max_new_tokens: 4, ..RolloutConfig::default() };
+    let engine = RolloutEngine::solo(&model, &classes, config).unwrap();
+    for s in &bad {
+        assert!(s.validate().is_err(), "{s:?}");
+        let err = engine.generate(&[vec![0]], s.as_ref()).unwrap_err();
+        assert!(matches!(err, trlvr::Error::Config(_)), "{s:?}: {err}");
+        assert!(check_schedule(s.as_ref(), &classes, &[0, 1], 0).is_err(), "{s:?}");
+    }
+    let registry = trlvr::plugin::Registry::with_linked();
+    assert!(registry.schedule("step", &serde_json::json!({ "max_rounds": 0 })).is_err());
+    assert!(registry.schedule("word", &serde_json::json!({ "p_senior": 2.0 })).is_err());
 }

@@ -252,6 +252,7 @@ impl<'m> RolloutEngine<'m> {
         if prompts.is_empty() || prompts.iter().any(Vec::is_empty) {
             return Err(Error::Shape("need at least one prompt, none empty".into()));
         }
+        schedule.validate()?;
         let g = self.config.group_size;
         let seed = self.config.seed;
         let keys = row_keys(prompts, g);

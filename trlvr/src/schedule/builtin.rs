@@ -110,6 +110,9 @@ impl HandoffSchedule for WordBoundary {
     fn begin(&self, rng: &mut dyn RngCore) -> Box<dyn HandoffState> {
         Box::new(WordState { rule: *self, author: draw(self.p_senior, rng), gap: 0 })
     }
+    fn validate(&self) -> Result<()> {
+        Self::new(self.p_senior, self.max_gap).map(|_| ())
+    }
 }
 
 impl HandoffState for WordState {
@@ -155,6 +158,9 @@ impl HandoffSchedule for TokenBernoulli {
     }
     fn begin(&self, rng: &mut dyn RngCore) -> Box<dyn HandoffState> {
         Box::new(TokenState { p_senior: self.p_senior, author: draw(self.p_senior, rng) })
+    }
+    fn validate(&self) -> Result<()> {
+        check_probability(self.p_senior).map(|_| ())
     }
 }
 
@@ -202,6 +208,12 @@ impl HandoffSchedule for StepAlternation {
     }
     fn begin(&self, _rng: &mut dyn RngCore) -> Box<dyn HandoffState> {
         Box::new(StepState { author: self.first, max_rounds: self.max_rounds, rounds: 0, run: 0 })
+    }
+    fn validate(&self) -> Result<()> {
+        if self.max_rounds == 0 {
+            return Err(Error::Config("max_rounds must be at least 1".into()));
+        }
+        Ok(())
     }
 }
 

@@ -60,6 +60,15 @@ pub trait HandoffSchedule: Send + Sync + Debug {
     fn name(&self) -> &str;
     /// A fresh state machine for one row; it may draw the first author from `rng`.
     fn begin(&self, rng: &mut dyn RngCore) -> Box<dyn HandoffState>;
+
+    /// Checks the settings; the engine calls it before any row starts, so a bad value
+    /// (a probability outside [0, 1], say) is an error instead of a panic mid-rollout.
+    ///
+    /// # Errors
+    /// [`Error::Config`](crate::Error::Config) naming the bad setting.
+    fn validate(&self) -> crate::Result<()> {
+        Ok(())
+    }
 }
 
 /// The per-row state of a [`HandoffSchedule`].
@@ -78,6 +87,9 @@ impl<S: HandoffSchedule + ?Sized> HandoffSchedule for Box<S> {
     fn begin(&self, rng: &mut dyn RngCore) -> Box<dyn HandoffState> {
         (**self).begin(rng)
     }
+    fn validate(&self) -> crate::Result<()> {
+        (**self).validate()
+    }
 }
 
 impl<S: HandoffSchedule + ?Sized> HandoffSchedule for &S {
@@ -86,6 +98,9 @@ impl<S: HandoffSchedule + ?Sized> HandoffSchedule for &S {
     }
     fn begin(&self, rng: &mut dyn RngCore) -> Box<dyn HandoffState> {
         (**self).begin(rng)
+    }
+    fn validate(&self) -> crate::Result<()> {
+        (**self).validate()
     }
 }
 

@@ -5,7 +5,9 @@
 //! - [`check_objective`]: one call that checks an [`Objective`] against the masking
 //!   invariants every objective must keep.
 //! - [`token_stream`], [`toy_classes`] and [`check_schedule`]: the same for a
-//!   [`HandoffSchedule`].
+//!   [`HandoffSchedule`]; [`check_redraws`] also checks that a word-boundary schedule
+//!   redraws where it must (at word starts and at its gap cap), not only that it hands
+//!   off nowhere else.
 //!
 //! ```
 //! use burn::prelude::*;
@@ -289,6 +291,7 @@ pub fn check_schedule(
     tokens: &[TokenId],
     seed: u64,
 ) -> Result<(), Violation> {
+    schedule.validate().map_err(|e| Violation(format!("validate refused the schedule: {e}")))?;
     let (owners, finish) = replay(schedule, classes, tokens, seed, 3);
     let (again, _) = replay(schedule, classes, tokens, seed, 3);
     if owners != again {
@@ -317,6 +320,92 @@ pub fn check_schedule(
                     with_eos.len()
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Checks a word-boundary schedule with draw probability `p_senior` (in [0.05, 0.95])
+/// and gap cap `max_gap` (at least 2) in both directions, on a synthetic vocabulary (id 0
+/// starts a word, id 1 does not, id 2 is EOS), over 256 seeds:
+/// 1. handoffs happen only at redraw points: right after a word-start token, or after
+///    `max_gap` tokens without a redraw;
+/// 2. redraws do happen at both kinds of point: a schedule that ignores word starts, or
+///    one that ignores the cap, hands off too rarely there and fails;
+/// 3. `validate` accepts the schedule.
+///
+/// ```
+/// use trlvr::prelude::*;
+/// use trlvr::testing::check_redraws;
+///
+/// assert!(check_redraws(&WordBoundary::new(0.5, 4).unwrap(), 0.5, 4).is_ok());
+/// assert!(check_redraws(&TokenBernoulli::new(0.5).unwrap(), 0.5, 4).is_err()); // redraws mid-run
+/// ```
+///
+/// # Errors
+/// The first [`Violation`] found.
+pub fn check_redraws(schedule: &dyn HandoffSchedule, p_senior: f64, max_gap: usize) -> Result<(), Violation> {
+    if !(0.05..=0.95).contains(&p_senior) || max_gap < 2 {
+        return fail(format!(
+            "check_redraws needs p_senior in [0.05, 0.95] and max_gap >= 2, got {p_senior}, {max_gap}"
+        ));
+    }
+    schedule.validate().map_err(|e| Violation(format!("validate refused the schedule: {e}")))?;
+    let classes = TokenClasses::from_texts(&[" w", "x", "<eos>"], &[2]).expect("valid toy vocabulary");
+    let (word, glue) = (0, 1);
+    // (stream, name): glue only (redraws at the cap), word starts only (redraws at every
+    // token), and a mix.
+    let mut mixed = Vec::new();
+    for i in 0..6 * max_gap {
+        mixed.push(if i % (max_gap + 1) == max_gap { word } else { glue });
+    }
+    let streams = [
+        (vec![glue; 4 * max_gap + 1], "no word starts"),
+        (vec![word; 3 * max_gap], "word starts only"),
+        (mixed, "mixed"),
+    ];
+    for (tokens, name) in &streams {
+        // Redraw points from the definition.
+        let mut redraw_before = vec![false; tokens.len() + 1];
+        let mut gap = 0;
+        for (i, &t) in tokens.iter().enumerate() {
+            gap += 1;
+            if classes.is_word_start(t) || gap >= max_gap {
+                redraw_before[i + 1] = true;
+                gap = 0;
+            }
+        }
+        let mut changed_at = vec![0usize; tokens.len() + 1];
+        let mut senior_first = 0usize;
+        let seeds = 256;
+        for seed in 0..seeds {
+            let (owners, _) = replay(schedule, &classes, tokens, seed, 1);
+            senior_first += usize::from(owners.first() == Some(&Owner::Senior));
+            for i in 1..owners.len() {
+                if owners[i] != owners[i - 1] {
+                    if !redraw_before[i] {
+                        return fail(format!(
+                            "{name}: handoff before token {i} without a redraw (seed {seed})"
+                        ));
+                    }
+                    changed_at[i] += 1;
+                }
+            }
+        }
+        // A fair redraw changes hands with probability 2p(1-p) >= 0.095: over 256 seeds
+        // a redraw point that really redraws sees a handoff.
+        for i in 1..tokens.len() {
+            if redraw_before[i] && changed_at[i] == 0 {
+                let why = if classes.is_word_start(tokens[i - 1]) { "a word start" } else { "the gap cap" };
+                return fail(format!(
+                    "{name}: no handoff after {why} before token {i} in {seeds} seeds: the schedule ignores it"
+                ));
+            }
+        }
+        let share = senior_first as f64 / seeds as f64;
+        let sd = (p_senior * (1.0 - p_senior) / seeds as f64).sqrt();
+        if (share - p_senior).abs() > 5.0 * sd {
+            return fail(format!("{name}: the senior starts {share:.2} of rows, p_senior is {p_senior}"));
         }
     }
     Ok(())
