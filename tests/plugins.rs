@@ -69,3 +69,18 @@ fn bad_files_are_refused_with_their_path() {
     std::fs::remove_file(fake).unwrap();
     assert!(registry.schedule("word-turns", &serde_json::Value::Null).is_err(), "nothing was registered");
 }
+
+/// Without the shared runtime the junior-KL library carries its own trlvr and Burn: its
+/// objective could not backpropagate through the host's graph, so it is refused, naming
+/// both copies; a good plugin still loads afterwards.
+#[cfg(not(feature = "dynamic"))]
+#[test]
+fn an_objective_plugin_with_its_own_burn_is_refused() {
+    let mut registry = Registry::default();
+    let err = registry.load(library("trlvr_junior_kl")).unwrap_err().to_string();
+    assert!(err.contains("libtrlvr_junior_kl") && err.contains("junior-kl"), "{err}");
+    assert!(err.contains("own copy") && err.contains("anchor") && err.contains("host 0x"), "{err}");
+    assert!(err.contains("--features dynamic"), "says how to rebuild: {err}");
+    assert!(registry.objective("junior-kl", &serde_json::Value::Null).is_err(), "nothing was registered");
+    assert_eq!(registry.load(library("trlvr_word_turns")).unwrap(), vec!["word-turns".to_string()]);
+}

@@ -9,10 +9,14 @@
 //! compiler and trlvr version before touching anything else, then
 //! lets the plugin hand over its own registrations.
 //!
-//! Run-time loading is for **handoff schedules**. A `cdylib` carries its own copy of
-//! Burn, whose runtime state (the autodiff graph, device handles) the host cannot
-//! share, so objectives and partners, which run tensor ops, are refused from a loaded
-//! library with an error that says so; link those plugin crates statically.
+//! Handoff schedules load from any library built by the same compiler and trlvr version.
+//! Objectives and partners run tensor ops, so they must share the host's trlvr and Burn
+//! runtime (one autodiff graph, one set of devices): the host is built with `--features
+//! dynamic` (trlvr linked from the shared library `trlvr-dylib`) and the plugin links the
+//! same library (`use trlvr_dylib as _;`). The declaration carries the address of the
+//! plugin's [`ANCHOR`]; the host loads objectives and partners only when it is its own
+//! (and the [`BUILD_ID`]s match), and otherwise says how to rebuild. Libraries are never
+//! unloaded: items they made may outlive any handle.
 //!
 //! ```
 //! use trlvr::plugin::Registry;
@@ -40,11 +44,18 @@ use crate::token::TokenBatch;
 use crate::{Error, Result};
 
 /// Bumped whenever [`PluginDeclaration`] or [`Registration`] change shape.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 /// This trlvr's version, NUL-terminated.
 pub const TRLVR_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
 /// The compiler that built this trlvr, NUL-terminated.
 pub const RUSTC_VERSION: &str = concat!(env!("TRLVR_RUSTC_VERSION"), "\0");
+/// This trlvr build: version, compiler, features, profile and target, NUL-terminated.
+pub const BUILD_ID: &str = concat!(env!("TRLVR_BUILD_ID"), "\0");
+
+/// A static whose address identifies this copy of trlvr. A plugin's declaration points
+/// at its own view of it: the same address as the host's means plugin and host share one
+/// trlvr (and one Burn runtime) through `trlvr-dylib`.
+pub static ANCHOR: u8 = 0;
 
 /// Makes an objective from its JSON config.
 pub type ObjectiveFactory = fn(&Value) -> Result<Box<dyn Objective>>;
@@ -101,11 +112,15 @@ pub struct PluginDeclaration {
     pub trlvr_version: *const c_char,
     /// [`RUSTC_VERSION`] of the plugin's trlvr.
     pub rustc_version: *const c_char,
+    /// [`BUILD_ID`] of the plugin's trlvr.
+    pub build_id: *const c_char,
+    /// The address of the plugin's [`ANCHOR`].
+    pub anchor: *const u8,
     /// Hands the plugin crate's registrations to the host.
     pub register: fn(&mut dyn FnMut(&'static Registration)),
 }
 
-// SAFETY: the declaration is immutable static data (pointers to 'static strings).
+// SAFETY: the declaration is immutable static data (pointers to 'static data).
 #[allow(unsafe_code)]
 unsafe impl Sync for PluginDeclaration {}
 
@@ -121,6 +136,8 @@ macro_rules! export_plugin {
             abi_version: $crate::plugin::ABI_VERSION,
             trlvr_version: $crate::plugin::TRLVR_VERSION.as_ptr().cast(),
             rustc_version: $crate::plugin::RUSTC_VERSION.as_ptr().cast(),
+            build_id: $crate::plugin::BUILD_ID.as_ptr().cast(),
+            anchor: &$crate::plugin::ANCHOR,
             register: |hand_over| {
                 for registration in $crate::plugin::registrations() {
                     if registration.crate_name == env!("CARGO_PKG_NAME") {
@@ -276,18 +293,31 @@ impl Registry {
         let library = Arc::new(library);
         let mut handed = Vec::new();
         (declaration.register)(&mut |r| handed.push(r));
+        // Objectives and partners run tensor ops: they must share the host's trlvr and
+        // Burn (one autodiff graph, one set of devices), which the anchor proves.
         if let Some(r) = handed.iter().find(|r| !matches!(r.factory, Factory::Schedule(_))) {
-            return Err(plugin_error(
-                path,
-                &format!(
-                    "{} {:?}: objectives and partners run Burn tensor ops, whose runtime a separately \
-                     loaded library cannot share with the host; link the crate {:?} statically instead \
-                     (add it as a dependency: it registers itself)",
-                    r.factory.kind(),
-                    r.name,
-                    r.crate_name
-                ),
-            ));
+            let theirs = text(declaration.build_id);
+            let ours = BUILD_ID.trim_end_matches('\0');
+            let item = format!("{} {:?} (crate {:?})", r.factory.kind(), r.name, r.crate_name);
+            if theirs != ours {
+                return Err(plugin_error(
+                    path,
+                    &format!(
+                        "{item}: trlvr build differs: plugin {theirs:?}, host {ours:?}; rebuild the plugin in the host's workspace with the same features and profile"
+                    ),
+                ));
+            }
+            if !std::ptr::eq(declaration.anchor, &ANCHOR) {
+                return Err(plugin_error(
+                    path,
+                    &format!(
+                        "{item} runs tensor code but the plugin carries its own copy of trlvr and Burn \
+                         (anchor {:p}, host {:p}): build the plugin with `use trlvr_dylib as _;` and the \
+                         host with `--features dynamic`, or link the crate statically",
+                        declaration.anchor, &ANCHOR as *const u8
+                    ),
+                ));
+            }
         }
         let mut names = Vec::new();
         for registration in handed {

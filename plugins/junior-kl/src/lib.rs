@@ -23,6 +23,12 @@ use trlvr::objective::{Aggregation, KlEstimator, ObjectiveOutput, aggregate, hos
 use trlvr::plugin::{Factory, Registration};
 use trlvr::prelude::*;
 
+// Loaded at run time, the plugin must share the host's trlvr and Burn.
+#[cfg(feature = "dynamic")]
+use trlvr_dylib as _;
+
+trlvr::export_plugin!();
+
 /// The paper's β (method.md §4). β = 0 would silently be plain GRPO, so it is never
 /// the default.
 pub const DEFAULT_BETA: f64 = 0.001;

@@ -1,0 +1,2 @@
+//! trlvr as one shared library: see this crate's Cargo.toml.
+pub use trlvr::*;
