@@ -61,3 +61,29 @@ fn registered_when_linked() {
     let objective = registry.objective("junior-kl", &serde_json::json!({ "beta": 0.01 })).unwrap();
     assert_eq!(objective.name(), "junior-kl");
 }
+
+/// Review found β defaulting to 0, silently plain GRPO: a config without β gets the
+/// paper's 0.001, which moves the loss away from GRPO's.
+#[test]
+fn beta_defaults_to_the_papers() {
+    let registry = trlvr::plugin::Registry::with_linked();
+    let defaulted = registry.objective("junior-kl", &serde_json::json!({})).unwrap();
+    let paper = JuniorKl::new(GrpoConfig::default(), trlvr_junior_kl::DEFAULT_BETA).unwrap();
+    let grpo = Grpo::new(GrpoConfig::default()).unwrap();
+    assert_eq!(trlvr_junior_kl::DEFAULT_BETA, 0.001);
+    let case = RolloutCase {
+        prompt_lengths: vec![1],
+        owners: vec![vec![Owner::Senior, Owner::Senior]],
+        width: 3,
+        log_probs: vec![0.0, -1.0, -0.5],
+        old_log_probs: vec![0.0, -1.0, -0.5],
+        ref_log_probs: vec![0.0, -3.0, -0.1],
+        advantages: vec![0.5],
+    };
+    let device = Device::default();
+    let (a, _) = loss_and_grad(&defaulted, &case, &device).unwrap();
+    let (b, _) = loss_and_grad(&paper, &case, &device).unwrap();
+    let (g, _) = loss_and_grad(&grpo, &case, &device).unwrap();
+    assert_eq!(a, b);
+    assert_ne!(a, g);
+}
