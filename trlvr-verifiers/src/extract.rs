@@ -26,6 +26,10 @@ pub enum Extraction {
     /// The whole input is the answer (surrounding `$..$`, `\(..\)`, `\[..\]` or a lone
     /// `\boxed{..}` are removed). For reference answers.
     Bare,
+    /// The strict training rule: the content of the last `\boxed`/`\fbox` of the whole
+    /// response, and nothing else. A malformed last box means no answer, so a model cannot
+    /// earn a reward from an earlier box it later abandoned.
+    LastBox,
 }
 
 /// Extracts the answer from `response` the way `how` says; `None` when there is none.
@@ -50,6 +54,7 @@ pub fn extract(response: &str, how: Extraction) -> Option<String> {
             .or_else(|| phrase(response))
             .or_else(|| last_number(response)),
         Extraction::Bare => bare(response),
+        Extraction::LastBox => last_box(response),
     }?;
     let found = found.trim();
     (!found.is_empty() && found.len() <= MAX_ANSWER_BYTES).then(|| found.to_string())
@@ -69,6 +74,21 @@ pub fn boxed(s: &str) -> Option<String> {
         end = at;
     }
     None
+}
+
+/// The content of the last `\boxed`/`\fbox` occurrence, or `None` when there is none or it
+/// is malformed (unbalanced braces, nothing after it). Never looks at an earlier box.
+///
+/// ```
+/// use trlvr_verifiers::extract::last_box;
+///
+/// assert_eq!(last_box(r"\boxed{1} then \boxed{2}").as_deref(), Some("2"));
+/// assert_eq!(last_box(r"\boxed{1} then \boxed{2"), None);
+/// ```
+pub fn last_box(s: &str) -> Option<String> {
+    let at = [s.rfind("\\boxed"), s.rfind("\\fbox")].into_iter().flatten().max()?;
+    let name_len = if s[at..].starts_with("\\boxed") { 6 } else { 5 };
+    box_content(&s[at + name_len..])
 }
 
 /// What follows a `\boxed` command: a braced group, or one space-separated token.

@@ -4,7 +4,8 @@
 //!
 //! 1. **Extraction** ([`extract()`]): find the final answer in a free-form response. MATH
 //!    style data puts it in the last `\boxed{..}`; GSM8K after `#### `; many models say
-//!    "the answer is X". [`Extraction`] picks the rules per dataset.
+//!    "the answer is X". [`Extraction`] picks the rules per dataset; the training reward
+//!    ([`MathVerifier::strict`]) reads the last `\boxed{..}` only.
 //! 2. **Normalisation** ([`normalize()`]): remove what never changes meaning (`\left`,
 //!    `\!`, `$`, `\text{}`, units after a number, degree and percent signs, thousands
 //!    separators, a trailing period) and pick one spelling for what can be written several

@@ -73,6 +73,24 @@ impl MathVerifier {
         Self { response, reference: Extraction::Bare, format_reward: 0.0 }
     }
 
+    /// The strict training reward: the response's answer is the content of its last
+    /// `\boxed{..}` and nothing else ([`Extraction::LastBox`]); no fall-backs, no format
+    /// reward, so the policy is rewarded only for the final answer it commits to. The
+    /// reference is taken whole; chain [`Self::with_reference_extraction`] for datasets
+    /// whose references are solutions ([`Extraction::Gsm8k`], [`Extraction::Math`]).
+    ///
+    /// ```
+    /// use trlvr::verifier::Verifier;
+    /// use trlvr_verifiers::{Extraction, MathVerifier};
+    ///
+    /// let v = MathVerifier::strict().with_reference_extraction(Extraction::Gsm8k);
+    /// assert!(v.verify(r"3 + 4 = 7, so \boxed{7}", "She has 7.\n#### 7").correct);
+    /// assert!(!v.verify("The answer is 7.", "#### 7").correct);
+    /// ```
+    pub fn strict() -> Self {
+        Self::new(Extraction::LastBox)
+    }
+
     /// The GSM8K preset: `#### N` answers on both sides (so a full reference solution works
     /// as well as a bare number).
     pub fn gsm8k() -> Self {

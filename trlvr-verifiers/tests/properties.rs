@@ -187,7 +187,7 @@ proptest! {
     #[test]
     fn extraction_and_verification_never_panic(text in "\\PC{0,80}", frag in answerish()) {
         let response = format!("{text} \\boxed{{{frag}}} {text}");
-        for how in [Extraction::Math, Extraction::Gsm8k, Extraction::Bare] {
+        for how in [Extraction::Math, Extraction::Gsm8k, Extraction::Bare, Extraction::LastBox] {
             let _ = extract(&text, how);
             let _ = extract(&response, how);
         }

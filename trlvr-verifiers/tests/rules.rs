@@ -429,3 +429,33 @@ fn typical_model_responses() {
         assert_eq!(r.correct, want, "{response:?} vs {gold:?}: {:?}", check(gold, response));
     }
 }
+
+#[test]
+fn strict_reward_reads_only_the_last_box() {
+    let last = |s: &str| extract(s, Extraction::LastBox);
+    // The last of two boxes wins.
+    assert_eq!(last(r"first \boxed{3}, then \boxed{5}.").as_deref(), Some("5"));
+    assert_eq!(last(r"\boxed{3} and finally \fbox{4}").as_deref(), Some("4"));
+    // A broken last box is no answer, even with a good box before it.
+    assert_eq!(last(r"\boxed{5} no wait \boxed{6"), None);
+    // No fall-backs: phrases, `####`, bare answers and numbers in the text do not count.
+    for text in ["the answer is 5", "Final answer: 5", "#### 5", "5", "$5$", "so 5 apples"] {
+        assert_eq!(last(text), None, "{text:?}");
+    }
+    assert_eq!(last(r"\boxed{}"), None);
+
+    let v = MathVerifier::strict();
+    assert!(v.verify(r"so \boxed{\frac{1}{2}}", "0.5").correct);
+    assert!(!v.verify("the answer is 5", "5").correct);
+    assert!(!v.verify(r"\boxed{5} hmm, \boxed{6", "5").correct);
+    assert!(!v.verify(r"\boxed{5} no, it is \boxed{6}", "5").correct);
+    assert_eq!(v.verify(r"\boxed{6}", "5").value, 0.0, "no format reward");
+    // The lenient default still reads phrases and earlier boxes.
+    assert!(MathVerifier::default().verify("the answer is 5", "5").correct);
+
+    let gsm = MathVerifier::strict().with_reference_extraction(Extraction::Gsm8k);
+    assert!(gsm.verify(r"so she has \boxed{1,000} dollars", "1000 in all.\n#### 1,000").correct);
+    assert!(!gsm.verify("so she has 1000 dollars.\n#### 1000", "#### 1000").correct);
+    let math = MathVerifier::strict().with_reference_extraction(Extraction::Math);
+    assert!(math.verify(r"\boxed{2}", r"Since $1+1=2$, we get $\boxed{2}$.").correct);
+}
