@@ -57,6 +57,7 @@ pub mod lexer;
 pub mod normalize;
 pub mod num;
 pub mod parser;
+pub mod text;
 pub mod verifier;
 
 pub use equiv::{equivalent, equivalent_normalized};

@@ -1,0 +1,276 @@
+//! Answers in free text, for grading responses that do not box their answer: a "final
+//! answer" anchor in several languages, the last math environment, the last number of
+//! the prose, and multiple-choice letters.
+//!
+//! Each stage is one small function returning the raw answer text (or `None`); the order
+//! in which they are tried is [`crate::extract::Pipeline`]'s business. All are linear
+//! scans, so long hostile texts stay cheap.
+
+/// Phrases after which the final answer follows, lower case (matched ignoring ASCII case).
+/// Longer phrases come first among those ending at the same place.
+const ANCHORS: &[&str] = &[
+    "final answer is",
+    "final answer:",
+    "the answer is",
+    "answer is:",
+    "answer:",
+    "correct answer is",
+    "correct option is",
+    "la réponse est",
+    "réponse finale :",
+    "réponse :",
+    "die antwort ist",
+    "antwort:",
+    "la respuesta es",
+    "respuesta:",
+    "a resposta é",
+    "ответ:",
+    "答案是",
+    "答案为",
+    "答案：",
+    "答案:",
+    "最终答案",
+    "الإجابة هي",
+    "الجواب هو",
+];
+
+/// ASCII-case-insensitive last occurrence of `needle` (lower case) in `hay`.
+pub(crate) fn rfind_ci(hay: &str, needle: &str) -> Option<usize> {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    if n.len() > h.len() {
+        return None;
+    }
+    (0..=h.len() - n.len()).rev().find(|&i| h[i..i + n.len()].eq_ignore_ascii_case(n))
+}
+
+/// The text after the last anchor phrase ("the answer is", "答案是", ...), up to the end of
+/// its line; `None` without an anchor.
+pub fn after_anchor(s: &str) -> Option<&str> {
+    let (at, len) = ANCHORS
+        .iter()
+        .filter_map(|p| rfind_ci(s, p).map(|i| (i, p.len())))
+        .max_by_key(|&(i, l)| (i + l, l))?;
+    let rest = s[at + len..].trim_start_matches([' ', ':', '\t', '：', '*']);
+    Some(rest.lines().next().unwrap_or(""))
+}
+
+/// The answer after the last anchor: its first math environment if the line has one, else
+/// the line up to the end of its sentence.
+pub fn anchored(s: &str) -> Option<String> {
+    let line = after_anchor(s)?;
+    let answer = match math_envs(line).into_iter().next() {
+        Some(env) => env,
+        None => sentence(line),
+    };
+    let answer = answer.trim().trim_end_matches(['.', '。']).trim();
+    (!answer.is_empty()).then(|| answer.to_string())
+}
+
+/// Cuts a line at its first sentence end (a period followed by a space or the end, that is
+/// not a decimal point, or an ideographic full stop).
+pub(crate) fn sentence(line: &str) -> &str {
+    let b = line.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        if c == b'.' && b.get(i + 1).is_none_or(|n| n.is_ascii_whitespace()) {
+            return &line[..i];
+        }
+    }
+    line.split('。').next().unwrap_or(line)
+}
+
+/// Delimiters of math environments: opening, closing.
+const DELIMS: [(&str, &str); 4] = [("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$")];
+
+/// The contents of the complete math environments of `s` (`$..$`, `$$..$$`, `\(..\)`,
+/// `\[..\]`), in order. Escaped dollars (`\$`) are text; an environment that reads like a
+/// sentence (two words in a row, as in `$5 and got $`) is currency, not math.
+pub fn math_envs(s: &str) -> Vec<&str> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut open: Option<(usize, &str)> = None;
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && b.get(i + 1) == Some(&b'$') {
+            i += 2;
+            continue;
+        }
+        // Byte-wise, as `i` may sit inside a multi-byte character; every delimiter is ASCII,
+        // so the slices taken at its ends are on character boundaries.
+        let rest = &b[i..];
+        match open {
+            None => {
+                if let Some((o, c)) = DELIMS.iter().find(|(o, _)| rest.starts_with(o.as_bytes())) {
+                    open = Some((i + o.len(), c));
+                    i += o.len();
+                    continue;
+                }
+            }
+            Some((start, close)) if rest.starts_with(close.as_bytes()) => {
+                let body = &s[start..i];
+                if !body.trim().is_empty() && !reads_like_prose(body) {
+                    out.push(body.trim());
+                }
+                open = None;
+                i += close.len();
+                continue;
+            }
+            Some(_) => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The content of the last math environment.
+pub fn last_math_env(s: &str) -> Option<String> {
+    math_envs(s).pop().map(str::to_string)
+}
+
+/// Whether two plain words (two or more ASCII letters, not a command) follow each other,
+/// as in prose.
+fn reads_like_prose(body: &str) -> bool {
+    let mut prev_word = false;
+    for w in body.split_whitespace() {
+        let word = w.len() >= 2 && w.bytes().all(|c| c.is_ascii_alphabetic());
+        if word && prev_word {
+            return true;
+        }
+        prev_word = word;
+    }
+    false
+}
+
+/// The last number in the text (`-1,234.5`, `2,74`), as a plain decimal: groups of three
+/// after commas are thousands (`1,234`), a single comma before other digits is a decimal
+/// comma (`2,74` is `2.74`), and in a list (`1,2,3`) the last item counts.
+pub fn last_number(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut i = b.len();
+    while i > 0 && !b[i - 1].is_ascii_digit() {
+        i -= 1;
+    }
+    if i == 0 {
+        return None;
+    }
+    let end = i;
+    while i > 0
+        && (b[i - 1].is_ascii_digit()
+            || (b[i - 1] == b'.' && i >= 2 && b[i - 2].is_ascii_digit())
+            || (b[i - 1] == b',' && i >= 2 && b[i - 2].is_ascii_digit()))
+    {
+        i -= 1;
+    }
+    if i > 0 && b[i - 1] == b'-' {
+        i -= 1;
+    }
+    let raw = &s[i..end];
+    let (sign, digits) = raw.strip_prefix('-').map_or(("", raw), |d| ("-", d));
+    let int_part = digits.split('.').next().unwrap_or("");
+    let groups: Vec<&str> = int_part.split(',').collect();
+    let thousands = groups.len() > 1 && groups[0].len() <= 3 && groups[1..].iter().all(|g| g.len() == 3);
+    let n = if groups.len() == 1 || thousands {
+        format!("{sign}{}", digits.replace(',', ""))
+    } else if groups.len() == 2 && !digits.contains('.') {
+        format!("{sign}{}.{}", groups[0], groups[1])
+    } else {
+        digits[digits.rfind(',').map_or(0, |c| c + 1)..].to_string()
+    };
+    let n = n.trim_end_matches('.').to_string();
+    (!n.is_empty() && n != "-").then_some(n)
+}
+
+/// Whether `c` can name a multiple-choice option (`I` is left out: it is a pronoun).
+fn option_letter(c: char) -> bool {
+    matches!(c, 'A'..='H' | 'J')
+}
+
+/// The option letter a response chooses, for a multiple-choice gold: the letter after an
+/// anchor ("the answer is C", "答案是 C"), else a letter that opens the response (`D. ...`,
+/// `(A) is ...`, `B。...`), else the letter after "option"/"choice", else the only option
+/// letter standing alone in the text.
+pub fn choice(s: &str) -> Option<char> {
+    // `article`: an `A` followed by a lower-case word is the article, not an option.
+    let lead = |t: &str, article: bool| -> Option<char> {
+        let t = t.trim_start().trim_start_matches(['(', '*', '[']);
+        let t = t.strip_prefix("\\text{").unwrap_or(t).trim_start_matches('(');
+        let mut cs = t.chars();
+        let c = cs.next().filter(|c| option_letter(*c))?;
+        match cs.next() {
+            None => Some(c),
+            Some(n) if n.is_ascii_alphanumeric() => None,
+            // `A good answer ...` is an article, not an option.
+            Some(' ') if article && c == 'A' && cs.next().is_some_and(|n| n.is_ascii_lowercase()) => None,
+            Some(_) => Some(c),
+        }
+    };
+    if let Some(c) = after_anchor(s).and_then(|t| lead(t, false)) {
+        return Some(c);
+    }
+    if let Some(c) = lead(s, true) {
+        return Some(c);
+    }
+    for word in ["option ", "choice "] {
+        if let Some(c) = rfind_ci(s, word).and_then(|at| lead(&s[at + word.len()..], false)) {
+            return Some(c);
+        }
+    }
+    let mut found = None;
+    let chars: Vec<char> = s.chars().collect();
+    for (k, &c) in chars.iter().enumerate() {
+        let alone = |j: Option<&char>| j.is_none_or(|n| !n.is_alphanumeric());
+        if option_letter(c) && alone(k.checked_sub(1).and_then(|j| chars.get(j))) && alone(chars.get(k + 1)) {
+            match found {
+                None => found = Some(c),
+                Some(f) if f != c => return None,
+                Some(_) => {}
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anchors() {
+        assert_eq!(anchored("So the answer is 3.5 meters. Yes.").as_deref(), Some("3.5 meters"));
+        assert_eq!(anchored("the answer is clearly $x=2$.").as_deref(), Some("x=2"));
+        assert_eq!(anchored("所以答案是 12。").as_deref(), Some("12"));
+        assert_eq!(anchored("Donc la réponse est $7$.").as_deref(), Some("7"));
+        assert_eq!(anchored("no anchor here"), None);
+    }
+
+    #[test]
+    fn environments() {
+        assert_eq!(last_math_env("Answer $ 9 $").as_deref(), Some("9"));
+        assert_eq!(last_math_env("first $1$ then \\[ 2 \\] and \\( 3 \\)").as_deref(), Some("3"));
+        assert_eq!(last_math_env("so\n$$\n4\n$$\nok").as_deref(), Some("4"));
+        assert_eq!(last_math_env("she paid $5 and got $3 back"), None);
+        assert_eq!(last_math_env(r"costs \$5, that is $x=5$").as_deref(), Some("x=5"));
+        assert_eq!(last_math_env("unclosed $5"), None);
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(last_number("costs $1,234.50 total").as_deref(), Some("1234.50"));
+        assert_eq!(last_number("it is -7.").as_deref(), Some("-7"));
+        assert_eq!(last_number("the numbers 1,2,3").as_deref(), Some("3"));
+        assert_eq!(last_number("Le prix est de 2,74 €.").as_deref(), Some("2.74"));
+        assert_eq!(last_number("所以她一共有 18 个苹果。").as_deref(), Some("18"));
+        assert_eq!(last_number("1,000.99 dollars").as_deref(), Some("1000.99"));
+        assert_eq!(last_number("no digits"), None);
+    }
+
+    #[test]
+    fn letters() {
+        assert_eq!(choice("thinking about it I think the correct answer is C"), Some('C'));
+        assert_eq!(choice("D. it can't be A or B"), Some('D'));
+        assert_eq!(choice("B。不是 A"), Some('B'));
+        assert_eq!(choice("(A) is correct"), Some('A'));
+        assert_eq!(choice("Option A works, since B and C fail."), Some('A'));
+        assert_eq!(choice("A good guess: maybe B or C"), None);
+        assert_eq!(choice("I think so"), None);
+    }
+}
