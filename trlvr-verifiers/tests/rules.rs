@@ -459,3 +459,41 @@ fn strict_reward_reads_only_the_last_box() {
     let math = MathVerifier::strict().with_reference_extraction(Extraction::Math);
     assert!(math.verify(r"\boxed{2}", r"Since $1+1=2$, we get $\boxed{2}$.").correct);
 }
+
+#[test]
+fn chains_approximations_rounding_and_decimal_commas() {
+    table(
+        "free-text equivalences",
+        &[
+            ("x = 5+5+1 = 11", "11"),
+            (r"y = 4 \cdot 6 = 24", "24"),
+            (r"\frac{1}{3} \approx 0.33", r"\frac13"),
+            (r"x \approx 3.14", "3.14"),
+            (r"x \geq 5", "x >= 5"),
+            (r"x \neq 2", "x != 2"),
+            (r"x \lt 3", "x < 3"),
+            ("0.0833333333333333", r"\frac{1}{12}"),
+            ("0.083333", r"\frac{1}{12}"),
+            ("-0.666667", r"-\frac{2}{3}"),
+            ("1.414214", r"\sqrt{2}"),
+            ("(0.6, 2.666667]", r"(\frac35, \frac83]"),
+            ("2,74", "2.74"),
+            ("-3,5", "-3.5"),
+            ("12 €", "12"),
+        ],
+        &[
+            ("x = 5+5+1 = 12", "11"),
+            ("2x = 10", "10"),
+            ("x = 11 = y", "11"),
+            (r"\frac{1}{4} \approx 0.25", r"\frac13"),
+            ("0.33", r"\frac13"),
+            ("0.0834", r"\frac{1}{12}"),
+            ("3.0000001", "3"),
+            ("1.41", r"\sqrt{2}"),
+            ("(0.6, 2.7]", r"(\frac35, \frac83]"),
+            ("2,74", "2.75"),
+            ("1,2", r"\{1,2\}"),
+            ("2,74", "274"),
+        ],
+    );
+}
