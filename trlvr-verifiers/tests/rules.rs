@@ -492,7 +492,7 @@ fn chains_approximations_rounding_and_decimal_commas() {
             ("1.41", r"\sqrt{2}"),
             ("(0.6, 2.7]", r"(\frac35, \frac83]"),
             ("2,74", "2.75"),
-            ("1,2", r"\{1,2\}"),
+            ("1,2", r"\{1.2\}"),
             ("2,74", "274"),
         ],
     );
