@@ -201,6 +201,66 @@ for i, r in enumerate(rng.sample(math500, 40)):
     else:
         add("boxed", a, "Some work first, giving $\\boxed{123457}$.", False)
 
+# 8. Mixed: responses as models write them, several cues at once (written before the
+# grader was run on them; they are not tuned to it).
+MIXED = [
+    ("18", "Janet has 16 - 3 - 4 = 9 eggs. She sells them for $2 each, so 9 * 2 = 18.\n\nThe answer is $18.", True),
+    ("18", "Janet has 16 - 3 - 4 = 9 eggs left, and 9 * 2 = 18 dollars. Wait, she also eats 1 more, so 8 * 2 = 16.", False),
+    ("3", "We need $x^2 = 9$, and since $x > 0$, $x = 3$.", True),
+    ("3", "We need $x^2 = 9$, so $x = -3$.", False),
+    ("\\frac{3}{4}", "**Final Answer**\n\\[\n\\frac{3}{4}\n\\]", True),
+    ("\\frac{3}{4}", "**Final Answer**\n\\[\n\\frac{4}{3}\n\\]", False),
+    ("12", "Step 1: 3 * 4 = 12.\nStep 2: check: 12 / 4 = 3.", False),
+    ("1.5", "The ratio is $\\frac{3}{2}$.", True),
+    ("1.5", "The ratio is $\\frac{2}{3}$.", False),
+    ("(2, 3)", "The intersection point is $(2, 3)$.", True),
+    ("(2, 3)", "The intersection point is $(3, 2)$.", False),
+    ("5", "Answer: 5 apples", True),
+    ("5", "Answer: 6 apples", False),
+    ("-4", "the minimum value is \\(-4\\)", True),
+    ("-4", "the minimum value is \\(4\\)", False),
+    ("2\\sqrt{3}", "So $AB = \\sqrt{12} = 2\\sqrt{3}$.", True),
+    ("2\\sqrt{3}", "So $AB = \\sqrt{13}$.", False),
+    ("120", "La respuesta es 120.", True),
+    ("120", "La respuesta es 121.", False),
+    ("0.25", "The probability is $\\frac{1}{4}$.", True),
+    ("7", "答案：7", True),
+    ("7", "答案：8", False),
+    ("10", "x = 10 cm", True),
+    ("x^2+2x+1", "Expanding, we get $(x+1)^2 = x^2 + 2x + 1$.", True),
+    ("x^2+2x+1", "Expanding, we get $x^2 + 2x$.", False),
+    ("B", "Let us check each option. A fails because of the sign. So the correct option is B.", True),
+    ("B", "Let us check each option. B fails because of the sign. So the correct option is D.", False),
+    ("1000", "In total, 1 000 people came.", True),
+    ("\\infty", "the limit diverges to $\\infty$", True),
+    ("\\infty", "the limit is $0$", False),
+]
+for gold, pred, label in MIXED:
+    add("mixed", gold, pred, label)
+
+# 9. MATH-500 solutions rephrased without their box (`\\boxed{X}` becomes `X`, so the
+# answer sits in the last math environment of the prose), against their own answer
+# (label true) and against an integer answer of another problem that differs (false).
+def unbox(solution, content=None):
+    at = solution.rfind("\\boxed{")
+    depth, i = 0, at + 6
+    while i < len(solution):
+        depth += {"{": 1, "}": -1}.get(solution[i], 0)
+        if depth == 0:
+            break
+        i += 1
+    inner = solution[at + 7:i] if content is None else content
+    return solution[:at] + inner + solution[i + 1:]
+
+
+single_box = [r for r in math500 if r["solution"].count("\\boxed{") == 1 and len(r["solution"]) < 1200]
+for i, r in enumerate(rng.sample(single_box, 80)):
+    if i % 2 == 0:
+        add("unboxed_solutions", r["answer"], unbox(r["solution"]), True)
+    else:
+        other = rng.choice([a for a in ints if a.strip() != r["answer"].strip()])
+        add("unboxed_solutions", r["answer"], unbox(r["solution"], other), False)
+
 
 def as_latex(gold):
     """A short bare gold answer in `$..$`: math-verify reads LaTeX only inside delimiters,

@@ -81,8 +81,44 @@ pub fn equivalent_normalized(gold: &str, pred: &str) -> bool {
     }
     match (Answer::parse(gold), Answer::parse(pred)) {
         (Ok(a), Ok(b)) => answers_equal(&a, &b, 0) || decimal_comma(pred, &a) || decimal_comma(gold, &b),
-        _ => text_equal(gold, pred),
+        _ => text_equal(gold, pred) || last_side_equal(gold, pred),
     }
+}
+
+/// When one answer is a derivation that does not parse (`9\&2 = \frac{\sqrt{27}}{4}`,
+/// `\Rightarrow x = 3`) and the other has no relation, the derivation's last side (after
+/// its last top-level `=`, `\Rightarrow` or `\implies`) is compared instead.
+fn last_side_equal(gold: &str, pred: &str) -> bool {
+    match (last_side(gold), last_side(pred)) {
+        (Some(g), None) => !g.is_empty() && equivalent_normalized(g, pred),
+        (None, Some(p)) => !p.is_empty() && equivalent_normalized(gold, p),
+        _ => false,
+    }
+}
+
+/// The text after the last top-level derivation step of `s`, if any.
+fn last_side(s: &str) -> Option<&str> {
+    let b = s.as_bytes();
+    let mut depth = 0i32;
+    let mut cut = None;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'{' | b'(' | b'[' => depth += 1,
+            b'}' | b')' | b']' => depth -= 1,
+            b'=' if depth == 0 => cut = Some(i + 1),
+            b'\\' if depth == 0 => {
+                for step in ["\\Rightarrow", "\\implies"] {
+                    if s[i..].starts_with(step) {
+                        cut = Some(i + step.len());
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    cut.map(|c| s[c..].trim())
 }
 
 /// `2,74` against a scalar: a single comma between digits that is not a thousands
@@ -236,14 +272,16 @@ fn proportional(l1: &Expr, r1: &Expr, l2: &Expr, r2: &Expr, positive: bool) -> b
 
 /// A relation against a non-relation: `x = 5` against `5`, `x > 3` against `(3, \infty)`.
 fn relation_vs_other(exprs: &[Expr], ops: &[RelOp], other: &Answer, d: usize) -> bool {
-    // A chain of equalities ending in a value answers that value: `x = 5+5+1 = 11`.
+    // A chain of equalities ending in a value answers that value (`x = 5+5+1 = 11`), and
+    // an identity answers the expression it rewrites (`(x+1)^2 = x^2+2x+1`).
     if let (Answer::Expr(_), Some(last)) = (other, exprs.last())
         && ops.iter().all(|o| *o == RelOp::Eq)
-        && !last.has_vars()
-        && (exprs.len() > 2 || exprs[0].as_var().is_some())
-        && answers_equal(&Answer::Expr(last.clone()), other, d)
     {
-        return true;
+        let value = !last.has_vars() && (exprs.len() > 2 || exprs[0].as_var().is_some());
+        let identity = exprs.windows(2).all(|w| same_function(&w[0], &w[1]));
+        if (value || identity) && answers_equal(&Answer::Expr(last.clone()), other, d) {
+            return true;
+        }
     }
     if let ([l, r], [RelOp::Eq], Answer::Expr(_)) = (exprs, ops, other) {
         let side = if l.as_var().is_some() {

@@ -123,10 +123,13 @@ impl Pipeline {
 }
 
 /// Whether a short answer reads as a formula rather than prose: after normalisation it
-/// has no run of two or more plain letters (a word such as `so`) outside a command, an
-/// environment name or a function name.
+/// is ASCII (no `答案`) and has no run of two or more plain letters (a word such as `so`)
+/// outside a command, an environment name or a function name.
 fn is_formula(s: &str) -> bool {
     let n = normalize(s);
+    if !n.is_ascii() {
+        return false;
+    }
     let b = n.as_bytes();
     let mut i = 0;
     while i < b.len() {

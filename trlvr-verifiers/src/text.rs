@@ -79,10 +79,23 @@ pub(crate) fn sentence(line: &str) -> &str {
 }
 
 /// Delimiters of math environments: opening, closing.
-const DELIMS: [(&str, &str); 4] = [("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$")];
+const DELIMS: [(&str, &str); 12] = [
+    ("$$", "$$"),
+    ("\\[", "\\]"),
+    ("\\(", "\\)"),
+    ("$", "$"),
+    ("\\begin{align*}", "\\end{align*}"),
+    ("\\begin{align}", "\\end{align}"),
+    ("\\begin{equation*}", "\\end{equation*}"),
+    ("\\begin{equation}", "\\end{equation}"),
+    ("\\begin{gather*}", "\\end{gather*}"),
+    ("\\begin{gather}", "\\end{gather}"),
+    ("\\begin{eqnarray*}", "\\end{eqnarray*}"),
+    ("\\begin{eqnarray}", "\\end{eqnarray}"),
+];
 
 /// The contents of the complete math environments of `s` (`$..$`, `$$..$$`, `\(..\)`,
-/// `\[..\]`), in order. Escaped dollars (`\$`) are text; an environment that reads like a
+/// `\[..\]`, and the last row of `align`, `equation`, `gather`, `eqnarray`), in order. Escaped dollars (`\$`) are text; an environment that reads like a
 /// sentence (two words in a row, as in `$5 and got $`) is currency, not math.
 pub fn math_envs(s: &str) -> Vec<&str> {
     let b = s.as_bytes();
@@ -106,7 +119,11 @@ pub fn math_envs(s: &str) -> Vec<&str> {
                 }
             }
             Some((start, close)) if rest.starts_with(close.as_bytes()) => {
-                let body = &s[start..i];
+                let mut body = &s[start..i];
+                if close.starts_with("\\end") {
+                    // A multi-line display: its last non-empty row carries the result.
+                    body = body.rsplit("\\\\").find(|r| !r.trim().is_empty()).unwrap_or("");
+                }
                 if !body.trim().is_empty() && !reads_like_prose(body) {
                     out.push(body.trim());
                 }
@@ -121,9 +138,11 @@ pub fn math_envs(s: &str) -> Vec<&str> {
     out
 }
 
-/// The content of the last math environment.
+/// The content of the last math environment; alignment marks `&` of a display are dropped
+/// (those of a matrix inside are kept).
 pub fn last_math_env(s: &str) -> Option<String> {
-    math_envs(s).pop().map(str::to_string)
+    let env = math_envs(s).pop()?;
+    Some(if env.contains("\\begin{") { env.to_string() } else { env.replace('&', "") })
 }
 
 /// Whether two plain words (two or more ASCII letters, not a command) follow each other,
@@ -160,10 +179,24 @@ pub fn last_number(s: &str) -> Option<String> {
     {
         i -= 1;
     }
+    // Groups of three after spaces are thousands too (`1 000 000`).
+    while i >= 2
+        && b[i - 1] == b' '
+        && b[i - 2].is_ascii_digit()
+        && b[i..].iter().take_while(|c| c.is_ascii_digit()).count() == 3
+        && !b[i..end].contains(&b',')
+    {
+        let group = b[..i - 1].iter().rev().take_while(|c| c.is_ascii_digit()).count();
+        if group > 3 {
+            break;
+        }
+        i -= 1 + group;
+    }
     if i > 0 && b[i - 1] == b'-' {
         i -= 1;
     }
-    let raw = &s[i..end];
+    let raw = s[i..end].replace(' ', "");
+    let raw = raw.as_str();
     let (sign, digits) = raw.strip_prefix('-').map_or(("", raw), |d| ("-", d));
     let int_part = digits.split('.').next().unwrap_or("");
     let groups: Vec<&str> = int_part.split(',').collect();
@@ -250,6 +283,8 @@ mod tests {
         assert_eq!(last_math_env("she paid $5 and got $3 back"), None);
         assert_eq!(last_math_env(r"costs \$5, that is $x=5$").as_deref(), Some("x=5"));
         assert_eq!(last_math_env("unclosed $5"), None);
+        let align = "at $C.$ so \\begin{align*}\nB &= 180 - 104 \\\\\n&= 76.\n\\end{align*}";
+        assert_eq!(last_math_env(align).as_deref(), Some("= 76."));
     }
 
     #[test]
@@ -261,6 +296,8 @@ mod tests {
         assert_eq!(last_number("所以她一共有 18 个苹果。").as_deref(), Some("18"));
         assert_eq!(last_number("1,000.99 dollars").as_deref(), Some("1000.99"));
         assert_eq!(last_number("no digits"), None);
+        assert_eq!(last_number("In total, 1 000 people came.").as_deref(), Some("1000"));
+        assert_eq!(last_number("sizes 1 2 345").as_deref(), Some("2345"));
     }
 
     #[test]

@@ -48,14 +48,32 @@ fn tallies() -> BTreeMap<String, Tally> {
     out
 }
 
+/// Per class, the least share of cases where we must match the labels and where we must
+/// agree with math-verify: what was measured when the fixture was made (math-verify reads
+/// no option letters and misses some answers that are not last in their text, hence the
+/// lower agreement there).
+const FLOORS: &[(&str, f64, f64)] = &[
+    ("boxed", 1.0, 1.0),
+    ("gold_solution", 1.0, 1.0),
+    ("letters", 1.0, 0.41),
+    ("math_env", 1.0, 1.0),
+    ("mixed", 1.0, 0.9),
+    ("prose_numbers", 1.0, 1.0),
+    ("relations", 1.0, 1.0),
+    ("rounding", 1.0, 1.0),
+    ("unboxed_solutions", 0.93, 0.86),
+];
+
 #[test]
 fn free_text_agrees_with_labels_and_math_verify() {
     let tallies = tallies();
-    let mut total = Tally::default();
-    for (class, t) in &tallies {
-        eprintln!("{class:15} {t:?}");
-        total.our_false_equal += t.our_false_equal;
-        total.their_false_equal += t.their_false_equal;
+    assert_eq!(tallies.len(), FLOORS.len(), "a floor for every class");
+    for &(class, labels, agree) in FLOORS {
+        let t = &tallies[class];
+        eprintln!("{class:18} {t:?}");
+        let share = |n: usize| n as f64 / t.cases as f64;
+        assert!(share(t.ours) >= labels, "{class}: right on {} of {}", t.ours, t.cases);
+        assert!(share(t.agree) >= agree, "{class}: agrees with math-verify on {} of {}", t.agree, t.cases);
+        assert!(t.our_false_equal <= t.their_false_equal, "{class}: {t:?}");
     }
-    assert!(total.our_false_equal <= total.their_false_equal, "{total:?}");
 }
