@@ -46,9 +46,12 @@ pub(crate) fn rfind_ci(hay: &str, needle: &str) -> Option<usize> {
 /// The text after the last anchor phrase ("the answer is", "答案是", ...), up to the end of
 /// its line; `None` without an anchor.
 pub fn after_anchor(s: &str) -> Option<&str> {
+    // ASCII lower-casing keeps every byte offset, and lets the standard substring search
+    // (linear, fast) do the work.
+    let lower = s.to_ascii_lowercase();
     let (at, len) = ANCHORS
         .iter()
-        .filter_map(|p| rfind_ci(s, p).map(|i| (i, p.len())))
+        .filter_map(|p| lower.rfind(p).map(|i| (i, p.len())))
         .max_by_key(|&(i, l)| (i + l, l))?;
     let rest = s[at + len..].trim_start_matches([' ', ':', '\t', '：', '*']);
     Some(rest.lines().next().unwrap_or(""))

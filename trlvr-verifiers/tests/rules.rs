@@ -497,3 +497,27 @@ fn chains_approximations_rounding_and_decimal_commas() {
         ],
     );
 }
+
+/// Hostile free text is "not equal" (how fast is the `hostile` group of the bench).
+#[test]
+fn hostile_free_text_is_not_equal() {
+    let grader = MathVerifier::grader();
+    let hostile = [
+        "$".repeat(1 << 20),
+        r"\[".repeat(1 << 18),
+        "1,".repeat(1 << 19),
+        "9".repeat(1 << 20),
+        "the answer is ".repeat(1 << 16),
+        format!("${}1{}$", "(".repeat(100_000), ")".repeat(100_000)),
+        format!("{}2", r"\begin{align*} = ".repeat(50_000)),
+        format!("x = {}", "1 = ".repeat(100_000)),
+        "A B C D ".repeat(100_000),
+        format!("$10^{{10^{{10}}}}$ {}", "é".repeat(100_000)),
+    ];
+    for text in &hostile {
+        let head: String = text.chars().take(30).collect();
+        assert!(!grader.check("5", text).equal, "{head}");
+        assert!(!grader.check(text, "5").equal, "{head}");
+        assert!(!grader.check("C", text).equal || text.starts_with('A'), "{head}");
+    }
+}
