@@ -11,6 +11,7 @@
 const ANCHORS: &[&str] = &[
     "final answer is",
     "final answer:",
+    "final answer",
     "the answer is",
     "answer is:",
     "answer:",
@@ -43,8 +44,8 @@ pub(crate) fn rfind_ci(hay: &str, needle: &str) -> Option<usize> {
     (0..=h.len() - n.len()).rev().find(|&i| h[i..i + n.len()].eq_ignore_ascii_case(n))
 }
 
-/// The text after the last anchor phrase ("the answer is", "答案是", ...), up to the end of
-/// its line; `None` without an anchor.
+/// The text after the last anchor phrase ("the answer is", "答案是", ...), to the end of
+/// the input; `None` without an anchor.
 pub fn after_anchor(s: &str) -> Option<&str> {
     // ASCII lower-casing keeps every byte offset, and lets the standard substring search
     // (linear, fast) do the work.
@@ -54,14 +55,20 @@ pub fn after_anchor(s: &str) -> Option<&str> {
         .filter_map(|p| lower.rfind(p).map(|i| (i, p.len())))
         .max_by_key(|&(i, l)| (i + l, l))?;
     let rest = s[at + len..].trim_start_matches([' ', ':', '\t', '：', '*']);
-    Some(rest.lines().next().unwrap_or(""))
+    Some(rest)
 }
 
-/// The answer after the last anchor: its first math environment if the line has one, else
-/// the line up to the end of its sentence.
+/// The answer after the last anchor: the first math environment of its line (or of the
+/// next non-empty line, for a heading such as `**Final Answer**`), else that line up to the
+/// end of its sentence.
 pub fn anchored(s: &str) -> Option<String> {
-    let line = after_anchor(s)?;
-    let answer = match math_envs(line).into_iter().next() {
+    let rest = after_anchor(s)?;
+    let line = rest.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let at = rest.find(line).unwrap_or(0);
+    // A display may span lines: look from the line's start to the end of the input.
+    let opens_display = ["$$", "\\[", "\\begin"].iter().any(|d| line.trim_start().starts_with(d));
+    let scope = if opens_display { &rest[at..] } else { line };
+    let answer = match math_envs(scope).into_iter().next() {
         Some(env) => env,
         None => sentence(line),
     };
@@ -220,8 +227,8 @@ fn option_letter(c: char) -> bool {
     matches!(c, 'A'..='H' | 'J')
 }
 
-/// The option letter a response chooses, for a multiple-choice gold: the letter after an
-/// anchor ("the answer is C", "答案是 C"), else a letter that opens the response (`D. ...`,
+/// The option letter a response chooses, for a multiple-choice gold: a boxed letter, the
+/// letter after an anchor ("the answer is C", "答案是 C"), else a letter that opens the response (`D. ...`,
 /// `(A) is ...`, `B。...`), else the letter after "option"/"choice", else the only option
 /// letter standing alone in the text.
 pub fn choice(s: &str) -> Option<char> {
@@ -239,6 +246,10 @@ pub fn choice(s: &str) -> Option<char> {
             Some(_) => Some(c),
         }
     };
+    let boxed = crate::extract::boxed(s).map(|b| crate::normalize::normalize(&b));
+    if let Some(c) = boxed.as_deref().and_then(|b| lead(b, false)) {
+        return Some(c);
+    }
     if let Some(c) = after_anchor(s).and_then(|t| lead(t, false)) {
         return Some(c);
     }
@@ -276,6 +287,8 @@ mod tests {
         assert_eq!(anchored("所以答案是 12。").as_deref(), Some("12"));
         assert_eq!(anchored("Donc la réponse est $7$.").as_deref(), Some("7"));
         assert_eq!(anchored("no anchor here"), None);
+        assert_eq!(anchored("**Final Answer**\n\n$$ 5 $$").as_deref(), Some("5"));
+        assert_eq!(anchored("**Final Answer**\n\\[\n\\frac{3}{4}\n\\]").as_deref(), Some(r"\frac{3}{4}"));
     }
 
     #[test]
@@ -312,5 +325,6 @@ mod tests {
         assert_eq!(choice("Option A works, since B and C fail."), Some('A'));
         assert_eq!(choice("A good guess: maybe B or C"), None);
         assert_eq!(choice("I think so"), None);
+        assert_eq!(choice(r"A and B fail, so $\boxed{\text{(C)}}$"), Some('C'));
     }
 }
