@@ -261,6 +261,57 @@ for i, r in enumerate(rng.sample(single_box, 80)):
         other = rng.choice([a for a in ints if a.strip() != r["answer"].strip()])
         add("unboxed_solutions", r["answer"], unbox(r["solution"], other), False)
 
+# 10. Held out: written after the grader was built, and kept as first graded (a check of
+# how the rules generalise, so misses here are not fixed by tuning to these cases).
+HELD_OUT = [
+    ("42", "Let me compute. 6 times 7 is 42, so there are $42$ chairs in total.", True),
+    ("42", "6 times 7 is 42... wait, 6 times 8 is 48. So $48$ chairs.", False),
+    ("\\frac{\\pi}{4}", "The angle is \\(\\frac{\\pi}{4}\\) radians.", True),
+    ("\\frac{\\pi}{4}", "The angle is \\(\\frac{\\pi}{3}\\) radians.", False),
+    ("x^2 - 1", "Multiplying out gives $$(x-1)(x+1)$$", True),
+    ("[2, 5)", "So the solution set is $x \\in [2, 5)$.", True),
+    ("[2, 5)", "So the solution set is $x \\in [2, 5]$.", False),
+    ("\\{1, 2, 3\\}", "The possible values are $1$, $2$ and $3$.", True),
+    ("y = 2x + 1", "The line is $y = 1 + 2x$.", True),
+    ("x \\le -1", "The inequality holds for $x \\leq -1$.", True),
+    ("x \\le -1", "The inequality holds for $x < -1$.", False),
+    ("6", "So $a + b = 2 + 4 = 6$.", True),
+    ("6", "So $a + b = 2 + 4 = 7$.", False),
+    ("0.5", "The probability $P = \\frac{1}{2} = 0.5$", True),
+    ("\\sqrt{3}", "$h = \\sqrt{3} \\approx 1.73$ m", True),
+    ("250", "Alors, le total est de 250 euros.", True),
+    ("3.75", "Der Preis beträgt 3,75 €.", True),
+    ("3.75", "Der Preis beträgt 3,57 €.", False),
+    ("1200", "She saves $1,200 in a year.", True),
+    ("15", "El tren tarda 15 minutos.", True),
+    ("15", "她每天跑 5 公里，一共跑了 15 天，所以总共是 75 公里。", False),
+    ("75", "她每天跑 5 公里，一共跑了 15 天，所以总共是 75 公里。", True),
+    ("64", "Answer: The area is 64 m².", True),
+    ("\\frac{1}{3}", "0.333333", True),
+    ("\\frac{1}{3}", "0.3333", False),
+    ("\\frac{22}{7}", "3.142857", True),
+    ("\\pi", "3.142857", False),
+    ("A", "(A)", True),
+    ("B", "My answer: B) 12", True),
+    ("C", "The correct choice is (C) because the others fail.", True),
+    ("C", "Options A and B are wrong, so it must be D.", False),
+    ("D", "**D**", True),
+    ("Each box has 4 pens, so 3 boxes have $3 \\cdot 4 = \\boxed{12}$ pens.", "12 pens", True),
+    ("Each box has 4 pens, so 3 boxes have $3 \\cdot 4 = 12$ pens.", "The total is 12.", True),
+    ("Each box has 4 pens, so 3 boxes have $3 \\cdot 4 = 12$ pens.", "The total is 13.", False),
+    ("5", "There are 5 red and 7 blue marbles, so 12 in all.", False),
+    ("100", "The answer is not 100; it is 99.", False),
+    ("2", "x = 2 is not a solution since it makes the denominator zero. The only solution is $x = 3$.", False),
+    ("\\frac{1}{2}", "I'm not sure.", False),
+    ("7", "I'm not sure.", False),
+    ("12", "$$\\boxed{12}$$ is wrong, the correct value is $$13$$", False),
+    ("-3", "The root is $x = -3$.", True),
+    ("3", "The root is $x = -3$.", False),
+    ("(1, -2)", "The center is at $(1,-2)$ and the radius is $3$.", True),
+]
+for gold, pred, label in HELD_OUT:
+    add("held_out", gold, pred, label)
+
 
 def as_latex(gold):
     """A short bare gold answer in `$..$`: math-verify reads LaTeX only inside delimiters,

@@ -55,6 +55,7 @@ fn tallies() -> BTreeMap<String, Tally> {
 const FLOORS: &[(&str, f64, f64)] = &[
     ("boxed", 1.0, 1.0),
     ("gold_solution", 1.0, 1.0),
+    ("held_out", 0.9, 0.81),
     ("letters", 1.0, 0.41),
     ("math_env", 1.0, 1.0),
     ("mixed", 1.0, 0.9),
