@@ -125,7 +125,7 @@ impl Pipeline {
 /// Whether a short answer reads as a formula rather than prose: after normalisation it
 /// is ASCII (no `答案`) and has no run of two or more plain letters (a word such as `so`)
 /// outside a command, an environment name or a function name.
-fn is_formula(s: &str) -> bool {
+pub(crate) fn is_formula(s: &str) -> bool {
     let n = normalize(s);
     if !n.is_ascii() {
         return false;

@@ -60,7 +60,7 @@ pub fn after_anchor(s: &str) -> Option<&str> {
 
 /// The answer after the last anchor: the first math environment of its line (or of the
 /// next non-empty line, for a heading such as `**Final Answer**`), else that line up to the
-/// end of its sentence.
+/// end of its sentence, or that sentence's last number when it reads as prose.
 pub fn anchored(s: &str) -> Option<String> {
     let rest = after_anchor(s)?;
     let line = rest.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
@@ -73,6 +73,12 @@ pub fn anchored(s: &str) -> Option<String> {
         None => sentence(line),
     };
     let answer = answer.trim().trim_end_matches(['.', '。']).trim();
+    // A sentence such as `The area is 64 m²` answers with its number.
+    if !crate::extract::is_formula(answer)
+        && let Some(n) = last_number(answer)
+    {
+        return Some(n);
+    }
     (!answer.is_empty()).then(|| answer.to_string())
 }
 
@@ -287,6 +293,8 @@ mod tests {
         assert_eq!(anchored("所以答案是 12。").as_deref(), Some("12"));
         assert_eq!(anchored("Donc la réponse est $7$.").as_deref(), Some("7"));
         assert_eq!(anchored("no anchor here"), None);
+        assert_eq!(anchored("Answer: The area is 64 m².").as_deref(), Some("64"));
+        assert_eq!(anchored("The answer is Evelyn.").as_deref(), Some("Evelyn"));
         assert_eq!(anchored("**Final Answer**\n\n$$ 5 $$").as_deref(), Some("5"));
         assert_eq!(anchored("**Final Answer**\n\\[\n\\frac{3}{4}\n\\]").as_deref(), Some(r"\frac{3}{4}"));
     }
