@@ -203,6 +203,9 @@ fn unicode(s: &str) -> String {
             '³' => out.push_str("^3"),
             '°' | '€' | '£' | '¥' | '₹' => {}
             '\u{a0}' => out.push(' '),
+            '\u{660}'..='\u{669}' | '\u{6f0}'..='\u{6f9}' | '\u{ff10}'..='\u{ff19}' => {
+                out.push(crate::text::ascii_digit(c));
+            }
             _ => out.push(c),
         }
     }
@@ -625,6 +628,7 @@ mod tests {
             (r"x \approx 3.14", "3.14"),
             ("x ≈ 2", "2"),
             ("2,74 €", "2,74"),
+            ("٣٥", "35"),
         ];
         for (input, want) in cases {
             assert_eq!(normalize(input), want, "normalize({input:?})");

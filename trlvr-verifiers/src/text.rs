@@ -179,6 +179,9 @@ fn reads_like_prose(body: &str) -> bool {
 /// after commas are thousands (`1,234`), a single comma before other digits is a decimal
 /// comma (`2,74` is `2.74`), and in a list (`1,2,3`) the last item counts.
 pub fn last_number(s: &str) -> Option<String> {
+    if s.chars().any(|c| ascii_digit(c) != c) {
+        return last_number(&s.chars().map(ascii_digit).collect::<String>());
+    }
     let b = s.as_bytes();
     let mut i = b.len();
     while i > 0 && !b[i - 1].is_ascii_digit() {
@@ -226,6 +229,18 @@ pub fn last_number(s: &str) -> Option<String> {
     };
     let n = n.trim_end_matches('.').to_string();
     (!n.is_empty() && n != "-").then_some(n)
+}
+
+/// The ASCII digit for an Arabic-Indic, Persian or full-width digit (`٣`, `۳`, `３`); any
+/// other character unchanged.
+pub fn ascii_digit(c: char) -> char {
+    let zero = match c {
+        '\u{660}'..='\u{669}' => 0x660,
+        '\u{6f0}'..='\u{6f9}' => 0x6f0,
+        '\u{ff10}'..='\u{ff19}' => 0xff10,
+        _ => return c,
+    };
+    char::from(b'0' + (u32::from(c) - zero) as u8)
 }
 
 /// Whether `c` can name a multiple-choice option (`I` is left out: it is a pronoun).
@@ -320,6 +335,8 @@ mod tests {
         assert_eq!(last_number("所以她一共有 18 个苹果。").as_deref(), Some("18"));
         assert_eq!(last_number("1,000.99 dollars").as_deref(), Some("1000.99"));
         assert_eq!(last_number("no digits"), None);
+        assert_eq!(last_number("إذن لديها ١٢ كرة.").as_deref(), Some("12"));
+        assert_eq!(last_number("答案是３５").as_deref(), Some("35"));
         assert_eq!(last_number("In total, 1 000 people came.").as_deref(), Some("1000"));
         assert_eq!(last_number("sizes 1 2 345").as_deref(), Some("2345"));
     }
