@@ -6,8 +6,9 @@
 //! in which they are tried is [`crate::extract::Pipeline`]'s business. All are linear
 //! scans, so long hostile texts stay cheap.
 
-/// Phrases after which the final answer follows, lower case (matched ignoring ASCII case).
-/// Longer phrases come first among those ending at the same place.
+/// Phrases after which the final answer follows, lower case (matched ignoring ASCII case,
+/// so other scripts list their capitalised forms too). The phrase that ends last wins, the
+/// longest among those ending at the same place.
 const ANCHORS: &[&str] = &[
     "final answer is",
     "final answer:",
@@ -26,6 +27,7 @@ const ANCHORS: &[&str] = &[
     "respuesta:",
     "a resposta é",
     "ответ:",
+    "Ответ:",
     "答案是",
     "答案为",
     "答案：",
