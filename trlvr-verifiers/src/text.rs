@@ -60,19 +60,20 @@ pub fn after_anchor(s: &str) -> Option<&str> {
     Some(rest)
 }
 
-/// The answer after the last anchor: the first math environment of its line (or of the
-/// next non-empty line, for a heading such as `**Final Answer**`), else that line up to the
-/// end of its sentence, or that sentence's last number when it reads as prose.
+/// The answer after the last anchor, read from its line (or the next non-empty line, for a
+/// heading such as `**Final Answer**`): math opening the line, else the first math in the
+/// line's first sentence, else that sentence, or its last number when it reads as prose.
 pub fn anchored(s: &str) -> Option<String> {
     let rest = after_anchor(s)?;
     let line = rest.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let at = rest.find(line).unwrap_or(0);
-    // A display may span lines: look from the line's start to the end of the input.
-    let opens_display = ["$$", "\\[", "\\begin"].iter().any(|d| line.trim_start().starts_with(d));
-    let scope = if opens_display { &rest[at..] } else { line };
+    let opens_math = DELIMS.iter().any(|(d, _)| line.trim_start().starts_with(d));
+    // A display may span lines: from the line's start to the end of the input. Otherwise
+    // the answer is the first math in the anchor's sentence, or that sentence.
+    let scope = if opens_math { &rest[at..] } else { sentence(line) };
     let answer = match math_envs(scope).into_iter().next() {
         Some(env) => env,
-        None => sentence(line),
+        None => scope,
     };
     let answer = answer.trim().trim_end_matches(['.', '。']).trim();
     // A sentence such as `The area is 64 m²` answers with its number.

@@ -521,3 +521,19 @@ fn hostile_free_text_is_not_equal() {
         assert!(!grader.check("C", text).equal || text.starts_with('A'), "{head}");
     }
 }
+
+#[test]
+fn pipeline_stages_run_in_order_and_can_be_chosen() {
+    use trlvr_verifiers::extract::Pipeline;
+    let free = |s: &str| extract(s, Extraction::FREE);
+    let text = r"We get $x = 2$, so the answer is 3. Check: 4 apples. \boxed{5}";
+    assert_eq!(free(text).as_deref(), Some("5"), "a box first");
+    assert_eq!(free("the answer is 3. Check: $4$ and 6").as_deref(), Some("3"), "then an anchor");
+    assert_eq!(free("first $4$, then $x=5$, and 6 more").as_deref(), Some("x=5"), "then math");
+    assert_eq!(free("so she has 99 marbles.").as_deref(), Some("99"), "then the last number");
+    assert_eq!(free("x^2+1").as_deref(), Some("x^2+1"), "a bare formula before its last number");
+    assert_eq!(free("Evelyn").as_deref(), Some("Evelyn"), "short text last");
+    let numbers_only = Extraction::Pipeline(Pipeline { number: true, ..Pipeline::NONE });
+    assert_eq!(extract("the answer is 3. Check: $4$ and 6", numbers_only).as_deref(), Some("6"));
+    assert_eq!(extract(r"\boxed{5}", Extraction::Pipeline(Pipeline::NONE)), None);
+}
