@@ -1,20 +1,28 @@
 //! `trlvr verify`: checks answers against references with the math verifier.
 //!
-//! Input: JSON lines, each `{"gold": "...", "pred": "..."}` (`pred` a full response or a
-//! bare answer). Output: one JSON line per input with `equal` and the extracted and
-//! normalised forms; a summary on standard error. A bad line gets an error line naming
-//! its number, the others are still checked, and the command then fails.
+//! Input: JSON lines, each `{"gold": ..., "pred": ...}`: strings (`pred` a full response or
+//! a bare answer, `gold` an answer or a whole solution), numbers (many datasets store
+//! answers so), or `null` for a missing answer. Output: one JSON line per input with
+//! `equal`, the reason and the extracted and normalised forms; a summary with the count of
+//! each reason on standard error. A bad line gets an error line naming its number, the
+//! others are still checked, and the command then fails.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use serde::Deserialize;
-use trlvr_verifiers::{Extraction, MathVerifier};
+use trlvr_verifiers::{Extraction, MathVerifier, Verdict};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Dataset {
+    /// Free text on both sides: a box, `####`, a bare formula, a "final answer" phrase in
+    /// several languages, the last math environment, the last number; option letters.
+    Auto,
+    /// The training reward: the response's last \boxed{} only, the reference whole.
+    Strict,
     /// Last \boxed{}, then "the answer is", then a bare answer.
     Math,
     /// `#### N` first (in both gold and pred), then as math, then the last number.
@@ -28,26 +36,61 @@ pub struct Args {
     #[arg(long)]
     input: PathBuf,
     /// Where answers are found.
-    #[arg(long, value_enum, default_value = "math")]
+    #[arg(long, value_enum, default_value = "auto")]
     dataset: Dataset,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Pair {
-    gold: String,
-    pred: String,
+    gold: Field,
+    pred: Field,
+}
+
+/// An answer as datasets store it.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Field {
+    Text(String),
+    Number(serde_json::Number),
+    /// `null`: no answer.
+    Missing(()),
+}
+
+impl Field {
+    fn text(&self) -> Option<String> {
+        match self {
+            Self::Text(s) => Some(s.clone()),
+            Self::Number(n) => Some(n.to_string()),
+            Self::Missing(()) => None,
+        }
+    }
+}
+
+/// Checks one pair; a missing side gets the verifier's reason for it.
+fn check(verifier: &MathVerifier, pair: &Pair) -> Verdict {
+    match (pair.gold.text(), pair.pred.text()) {
+        (Some(gold), Some(pred)) => verifier.check(&gold, &pred),
+        (gold, _) => {
+            let reason = if gold.is_none() { "no reference answer" } else { "no answer found" };
+            let v = verifier.check(gold.as_deref().unwrap_or(""), "");
+            Verdict { pred: None, pred_normalized: None, equal: false, reason, ..v }
+        }
+    }
 }
 
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
     let verifier = match args.dataset {
+        Dataset::Auto => MathVerifier::grader(),
+        Dataset::Strict => MathVerifier::strict(),
         Dataset::Math => MathVerifier::new(Extraction::Math),
         Dataset::Gsm8k => MathVerifier::gsm8k(),
     };
     let reader = crate::input::open(&args.input)?;
     let mut out = std::io::stdout().lock();
     let (mut equal, mut checked, mut bad) = (0usize, 0usize, 0usize);
+    let mut reasons: BTreeMap<&'static str, usize> = BTreeMap::new();
     let start = std::time::Instant::now();
     for (n, line) in reader.lines().enumerate() {
         let line_no = n + 1;
@@ -57,8 +100,9 @@ pub fn run(args: &Args) -> Result<()> {
         }
         match serde_json::from_str::<Pair>(&text) {
             Ok(pair) => {
-                let verdict = verifier.check(&pair.gold, &pair.pred);
+                let verdict = check(&verifier, &pair);
                 checked += 1;
+                *reasons.entry(verdict.reason).or_default() += 1;
                 equal += usize::from(verdict.equal);
                 let mut json = serde_json::to_value(&verdict)?;
                 json["line"] = line_no.into();
@@ -66,7 +110,9 @@ pub fn run(args: &Args) -> Result<()> {
             }
             Err(e) => {
                 bad += 1;
-                let message = format!("line {line_no}: expected {{\"gold\": ..., \"pred\": ...}}: {e}");
+                let message = format!(
+                    "line {line_no}: expected {{\"gold\": ..., \"pred\": ...}} (strings, numbers or null): {e}"
+                );
                 writeln!(out, "{}", serde_json::json!({ "line": line_no, "error": message }))?;
             }
         }
@@ -77,6 +123,10 @@ pub fn run(args: &Args) -> Result<()> {
         100.0 * equal as f64 / checked.max(1) as f64,
         checked as f64 / seconds.max(1e-9)
     );
+    let counts: Vec<String> = reasons.iter().map(|(reason, n)| format!("{reason}: {n}")).collect();
+    if !counts.is_empty() {
+        eprintln!("reasons: {}", counts.join(", "));
+    }
     if bad > 0 {
         bail!("{bad} bad input lines (see the error lines above)");
     }

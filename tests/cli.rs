@@ -44,6 +44,37 @@ fn verify_checks_every_line_and_names_bad_ones() {
 }
 
 #[test]
+fn verify_grades_free_text_numbers_and_null() {
+    let input = [
+        r#"{"gold": 5, "pred": 5.0}"#,
+        r#"{"gold": "99", "pred": "... so she has 99 marbles."}"#,
+        r#"{"gold": "C", "pred": "thinking about it I think the correct answer is C"}"#,
+        r#"{"gold": 11, "pred": "$x = 5+5+1 = 12$"}"#,
+        r#"{"gold": 3, "pred": null}"#,
+        r#"{"gold": null, "pred": "3"}"#,
+        r#"{"gold": [1], "pred": "3"}"#,
+    ]
+    .join("\n");
+    let (code, out, err) = trlvr(&["verify", "--input", "-"], &input);
+    assert_ne!(code, 0, "the array is a bad line");
+    let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let equal: Vec<bool> = lines.iter().map(|l| l["equal"].as_bool().unwrap_or(false)).collect();
+    assert_eq!(equal, [true, true, true, false, false, false, false]);
+    assert_eq!(lines[4]["reason"], "no answer found");
+    assert_eq!(lines[5]["reason"], "no reference answer");
+    assert!(lines[6]["error"].as_str().unwrap().contains("line 7"));
+    assert!(err.contains("6 checked, 3 equal"), "{err}");
+    assert!(
+        err.contains("reasons: equal: 3, no answer found: 1, no reference answer: 1, not equal: 1"),
+        "{err}"
+    );
+    // The strict training reward reads boxes only.
+    let (_, out, _) =
+        trlvr(&["verify", "--input", "-", "--dataset", "strict"], r#"{"gold": 99, "pred": "so 99"}"#);
+    assert!(out.contains(r#""equal":false"#), "{out}");
+}
+
+#[test]
 fn verify_gsm8k_reads_hashes() {
     let input =
         r#"{"gold": "Natalia sold 48/2 = 24 clips.\n#### 72", "pred": "In total 72 clips.\n#### 72"}"#;

@@ -27,14 +27,22 @@
 //!      side), and a one-variable inequality equals the interval it describes (`x \ge 2` is
 //!      `[2, \infty)`).
 //!
-//! Deliberate choices: a percent sign is dropped, so `50\%` equals `50` but not `0.5`;
-//! there is no rounding allowance beyond the tolerance, so `0.333` does not equal
-//! `\frac13`; a whole answer `1,234` is one thousand two hundred and thirty-four (a list
-//! needs a space or more than three digits after the comma to be read as two numbers); and
-//! an ordered pair `(1,2)` does not equal the bare list `1, 2`.
+//!    - a chain of equalities whose last side is a value answers that value
+//!      (`x = 5+5+1 = 11` equals `11`);
+//!    - a decimal literal equals a constant that is not an integer when both round alike
+//!      to [`ROUNDING_PLACES`] decimals, as math-verify rounds (`0.083333` equals
+//!      `\frac{1}{12}`, `0.33` does not equal `\frac13`);
+//! 5. A whole answer `2,74` is read as `2.74` when the other answer is a single number
+//!    (it cannot be a list there).
+//!
+//! Deliberate choices: a percent sign is dropped, so `50\%` equals `50` but not `0.5`; a
+//! whole answer `1,234` is one thousand two hundred and thirty-four (a list needs a space
+//! or more than three digits after the comma to be read as two numbers); an ordered pair
+//! `(1,2)` does not equal the bare list `1, 2`; and `a \approx b` is read as its exact
+//! side `a` by normalisation.
 
 use crate::answer::Answer;
-use crate::eval::{close, points_needed, same, same_function, to_complex, value};
+use crate::eval::{Value, close, points_needed, same, same_function, to_complex, value};
 use crate::expr::{Expr, MAX_DEPTH};
 use crate::lexer::RelOp;
 use crate::normalize::normalize;
@@ -72,9 +80,86 @@ pub fn equivalent_normalized(gold: &str, pred: &str) -> bool {
         return false;
     }
     match (Answer::parse(gold), Answer::parse(pred)) {
-        (Ok(a), Ok(b)) => answers_equal(&a, &b, 0),
-        _ => text_equal(gold, pred),
+        (Ok(a), Ok(b)) => answers_equal(&a, &b, 0) || decimal_comma(pred, &a) || decimal_comma(gold, &b),
+        _ => text_equal(gold, pred) || last_side_equal(gold, pred),
     }
+}
+
+/// When one answer is a derivation that does not parse (`9\&2 = \frac{\sqrt{27}}{4}`,
+/// `\Rightarrow x = 3`) and the other has no relation, the derivation's last side (after
+/// its last top-level `=`, `\Rightarrow` or `\implies`) is compared instead.
+fn last_side_equal(gold: &str, pred: &str) -> bool {
+    match (last_side(gold), last_side(pred)) {
+        (Some(g), None) => !g.is_empty() && equivalent_normalized(g, pred),
+        (None, Some(p)) => !p.is_empty() && equivalent_normalized(gold, p),
+        _ => false,
+    }
+}
+
+/// The text after the last top-level derivation step of `s`, if any.
+fn last_side(s: &str) -> Option<&str> {
+    let b = s.as_bytes();
+    let mut depth = 0i32;
+    let mut cut = None;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'{' | b'(' | b'[' => depth += 1,
+            b'}' | b')' | b']' => depth -= 1,
+            b'=' if depth == 0 => cut = Some(i + 1),
+            b'\\' if depth == 0 => {
+                for step in ["\\Rightarrow", "\\implies"] {
+                    if s[i..].starts_with(step) {
+                        cut = Some(i + step.len());
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    cut.map(|c| s[c..].trim())
+}
+
+/// `2,74` against a scalar: a single comma between digits that is not a thousands
+/// separator (normalisation has removed those) is a decimal comma when the other answer
+/// is one number, so cannot be a list.
+fn decimal_comma(s: &str, other: &Answer) -> bool {
+    let Answer::Expr(_) = other else { return false };
+    let Some((int, frac)) = s.split_once(',') else { return false };
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit());
+    if !digits(int.strip_prefix('-').unwrap_or(int)) || !digits(frac) {
+        return false;
+    }
+    Answer::parse(&format!("{int}.{frac}")).is_ok_and(|d| answers_equal(&d, other, 0))
+}
+
+/// Decimal places kept when a decimal is compared with an exact value (math-verify's
+/// default `float_rounding`).
+pub const ROUNDING_PLACES: i32 = 6;
+
+/// math-verify's rounding: a decimal literal equals a constant that is not an integer when
+/// both round to the same [`ROUNDING_PLACES`] decimal places (`0.083333` and
+/// `0.0833333333333333` both equal `\frac{1}{12}`; `0.33` does not equal `\frac13`, nor
+/// `3.0000001` equal `3`).
+fn rounds_alike(a: &Expr, b: &Expr) -> bool {
+    let decimal = |e: &Expr| match e {
+        Expr::Num { exact, .. } => exact.is_none_or(|q| !q.is_integer()),
+        Expr::Neg(x) => matches!(&**x, Expr::Num { exact, .. } if exact.is_none_or(|q| !q.is_integer())),
+        _ => false,
+    };
+    if !(decimal(a) || decimal(b)) || a.has_vars() || b.has_vars() {
+        return false;
+    }
+    let (Ok(x), Ok(y)) = (value(a, 0), value(b, 0)) else { return false };
+    let integer = |v: &Value| matches!(v, Value::Exact(q) if q.is_integer());
+    if integer(&x) || integer(&y) {
+        return false;
+    }
+    let (x, y) = (to_complex(x), to_complex(y));
+    let scale = 10f64.powi(ROUNDING_PLACES);
+    let round = |z: Complex| (z.re * scale).round();
+    x.is_real() && y.is_real() && x.re.abs() < 1e9 && round(x) == round(y)
 }
 
 /// Case-insensitive text comparison (spaces are already canonical after normalisation).
@@ -89,7 +174,7 @@ pub fn answers_equal(a: &Answer, b: &Answer, depth: usize) -> bool {
     }
     let d = depth + 1;
     match (a, b) {
-        (Answer::Expr(x), Answer::Expr(y)) => same_function(x, y),
+        (Answer::Expr(x), Answer::Expr(y)) => same_function(x, y) || rounds_alike(x, y),
         (Answer::Set(x), Answer::Set(y)) | (Answer::Union(x), Answer::Union(y)) => same_members(x, y, d),
         (Answer::Set(x), other) if x.len() == 1 => answers_equal(&x[0], other, d),
         (other, Answer::Set(y)) if y.len() == 1 => answers_equal(other, &y[0], d),
@@ -187,6 +272,17 @@ fn proportional(l1: &Expr, r1: &Expr, l2: &Expr, r2: &Expr, positive: bool) -> b
 
 /// A relation against a non-relation: `x = 5` against `5`, `x > 3` against `(3, \infty)`.
 fn relation_vs_other(exprs: &[Expr], ops: &[RelOp], other: &Answer, d: usize) -> bool {
+    // A chain of equalities ending in a value answers that value (`x = 5+5+1 = 11`), and
+    // an identity answers the expression it rewrites (`(x+1)^2 = x^2+2x+1`).
+    if let (Answer::Expr(_), Some(last)) = (other, exprs.last())
+        && ops.iter().all(|o| *o == RelOp::Eq)
+    {
+        let value = !last.has_vars() && (exprs.len() > 2 || exprs[0].as_var().is_some());
+        let identity = exprs.windows(2).all(|w| same_function(&w[0], &w[1]));
+        if (value || identity) && answers_equal(&Answer::Expr(last.clone()), other, d) {
+            return true;
+        }
+    }
     if let ([l, r], [RelOp::Eq], Answer::Expr(_)) = (exprs, ops, other) {
         let side = if l.as_var().is_some() {
             r

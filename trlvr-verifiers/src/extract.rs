@@ -6,6 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::normalize::normalize;
+pub use crate::text::last_number;
+use crate::text::{anchored, last_math_env, rfind_ci};
+
 /// Longest extracted answer, in bytes; longer candidates are rejected.
 pub const MAX_ANSWER_BYTES: usize = 4096;
 
@@ -26,10 +30,129 @@ pub enum Extraction {
     /// The whole input is the answer (surrounding `$..$`, `\(..\)`, `\[..\]` or a lone
     /// `\boxed{..}` are removed). For reference answers.
     Bare,
-    /// The training reward's rule (method.md §1): the content of the last `\boxed` /
-    /// `\fbox` of the whole response; if that one is malformed there is no answer (no
-    /// earlier box, no phrase, no fall-back).
+    /// The strict training rule: the content of the last `\boxed`/`\fbox` of the whole
+    /// response, and nothing else. A malformed last box means no answer, so a model cannot
+    /// earn a reward from an earlier box it later abandoned.
     LastBox,
+    /// Free text, for grading: the stages of the [`Pipeline`] in their order of priority.
+    Pipeline(Pipeline),
+}
+
+impl Extraction {
+    /// The grader's extraction: every stage of the [`Pipeline`].
+    pub const FREE: Self = Self::Pipeline(Pipeline::FULL);
+}
+
+/// Which stages of free-text extraction run. They are tried in the order of the fields;
+/// the first that finds an answer wins:
+///
+/// 1. `boxed`: the last well-formed `\boxed{..}`/`\fbox{..}` (an earlier one when the last
+///    is broken);
+/// 2. `hashes`: the rest of the line after the last `####` (GSM8K);
+/// 3. `formula`: the whole input when it is a short formula (one line of at most
+///    [`MAX_BARE_BYTES`] without plain words), so a bare `x^2+1` is not read as its last
+///    number;
+/// 4. `anchor`: after the last "final answer" phrase, in several languages
+///    ([`crate::text::anchored`]);
+/// 5. `math_env`: the last math environment `$..$`, `$$..$$`, `\(..\)`, `\[..\]`;
+/// 6. `number`: the last number in the text (decimal commas and thousands separators
+///    read as such);
+/// 7. `text`: the whole input when it is one short line (a text answer such as `Evelyn`).
+///
+/// With `letters`, a gold that is a multiple-choice letter makes the grader read the
+/// response's chosen option instead ([`crate::text::choice`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[allow(clippy::struct_excessive_bools)]
+pub struct Pipeline {
+    /// The last well-formed box.
+    pub boxed: bool,
+    /// `#### N`.
+    pub hashes: bool,
+    /// A whole input that is a formula.
+    pub formula: bool,
+    /// After a "final answer" phrase.
+    pub anchor: bool,
+    /// The last math environment.
+    pub math_env: bool,
+    /// The last number.
+    pub number: bool,
+    /// A whole short single-line input.
+    pub text: bool,
+    /// Option letters for a multiple-choice gold.
+    pub letters: bool,
+}
+
+impl Pipeline {
+    /// Every stage.
+    pub const FULL: Self = Self {
+        boxed: true,
+        hashes: true,
+        formula: true,
+        anchor: true,
+        math_env: true,
+        number: true,
+        text: true,
+        letters: true,
+    };
+    /// No stage (a starting point for choosing a few with struct update syntax).
+    pub const NONE: Self = Self {
+        boxed: false,
+        hashes: false,
+        formula: false,
+        anchor: false,
+        math_env: false,
+        number: false,
+        text: false,
+        letters: false,
+    };
+
+    /// Runs the stages in order.
+    pub fn run(&self, s: &str) -> Option<String> {
+        let short_line = s.len() <= MAX_BARE_BYTES && !s.trim().contains('\n');
+        let stages: [(bool, &dyn Fn() -> Option<String>); 7] = [
+            (self.boxed, &|| boxed(s)),
+            (self.hashes, &|| hashes(s)),
+            (self.formula && short_line, &|| bare(s).filter(|b| is_formula(b))),
+            (self.anchor, &|| anchored(s)),
+            (self.math_env, &|| last_math_env(s)),
+            (self.number, &|| last_number(s)),
+            (self.text && short_line, &|| bare(s)),
+        ];
+        stages.iter().filter(|(on, _)| *on).find_map(|(_, stage)| stage())
+    }
+}
+
+/// Whether a short answer reads as a formula rather than prose: after normalisation it
+/// is ASCII (no `答案`) and has no run of two or more plain letters (a word such as `so`)
+/// outside a command, an environment name or a function name.
+pub(crate) fn is_formula(s: &str) -> bool {
+    let n = normalize(s);
+    if !n.is_ascii() {
+        return false;
+    }
+    let b = n.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let start = i;
+        if b[i] == b'\\' {
+            i += 1;
+            while i < b.len() && b[i].is_ascii_alphabetic() {
+                i += 1;
+            }
+            if matches!(&n[start..i], "\\begin" | "\\end") && b.get(i) == Some(&b'{') {
+                i = n[i..].find('}').map_or(b.len(), |c| i + c + 1);
+            }
+            continue;
+        }
+        while i < b.len() && b[i].is_ascii_alphabetic() {
+            i += 1;
+        }
+        if i - start >= 2 && !crate::lexer::is_function_name(&n[start..i]) {
+            return false;
+        }
+        i = i.max(start + 1);
+    }
+    !n.is_empty()
 }
 
 /// Extracts the answer from `response` the way `how` says; `None` when there is none.
@@ -55,6 +178,7 @@ pub fn extract(response: &str, how: Extraction) -> Option<String> {
             .or_else(|| last_number(response)),
         Extraction::Bare => bare(response),
         Extraction::LastBox => last_box(response),
+        Extraction::Pipeline(p) => p.run(response),
     }?;
     let found = found.trim();
     (!found.is_empty() && found.len() <= MAX_ANSWER_BYTES).then(|| found.to_string())
@@ -76,7 +200,15 @@ pub fn boxed(s: &str) -> Option<String> {
     None
 }
 
-/// The content of the very last `\boxed` / `\fbox`, or `None` if that one is malformed.
+/// The content of the last `\boxed`/`\fbox` occurrence, or `None` when there is none or it
+/// is malformed (unbalanced braces, nothing after it). Never looks at an earlier box.
+///
+/// ```
+/// use trlvr_verifiers::extract::last_box;
+///
+/// assert_eq!(last_box(r"\boxed{1} then \boxed{2}").as_deref(), Some("2"));
+/// assert_eq!(last_box(r"\boxed{1} then \boxed{2"), None);
+/// ```
 pub fn last_box(s: &str) -> Option<String> {
     let at = [s.rfind("\\boxed"), s.rfind("\\fbox")].into_iter().flatten().max()?;
     let name_len = if s[at..].starts_with("\\boxed") { 6 } else { 5 };
@@ -93,15 +225,6 @@ fn box_content(rest: &str) -> Option<String> {
     let end = token.find(|c: char| c.is_whitespace() || c == '$').unwrap_or(token.len());
     let t = token[..end].trim_end_matches(['.', ',']);
     (!t.is_empty()).then(|| t.to_string())
-}
-
-/// ASCII-case-insensitive last occurrence of `needle` (which must be lower case).
-fn rfind_ci(hay: &str, needle: &str) -> Option<usize> {
-    let (h, n) = (hay.as_bytes(), needle.as_bytes());
-    if n.len() > h.len() {
-        return None;
-    }
-    (0..=h.len() - n.len()).rev().find(|&i| h[i..i + n.len()].eq_ignore_ascii_case(n))
 }
 
 const PHRASES: &[&str] = &["final answer is", "final answer:", "the answer is", "answer:"];
@@ -150,41 +273,6 @@ pub fn hashes(s: &str) -> Option<String> {
     let at = s.rfind("####")?;
     let line = s[at + 4..].lines().next().unwrap_or("").trim();
     (!line.is_empty()).then(|| line.to_string())
-}
-
-/// The last number in the text (`-1,234.5` style), without thousands separators.
-pub fn last_number(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut i = b.len();
-    while i > 0 && !b[i - 1].is_ascii_digit() {
-        i -= 1;
-    }
-    if i == 0 {
-        return None;
-    }
-    let end = i;
-    while i > 0
-        && (b[i - 1].is_ascii_digit()
-            || b[i - 1] == b'.'
-            || (b[i - 1] == b',' && i >= 2 && b[i - 2].is_ascii_digit()))
-    {
-        i -= 1;
-    }
-    if i > 0 && b[i - 1] == b'-' {
-        i -= 1;
-    }
-    let mut raw = &s[i..end];
-    // Commas are thousands separators only in groups of three (`1,234`); in `1,2,3` the
-    // last number is `3`.
-    let digits = raw.trim_start_matches('-');
-    let int_part = digits.split('.').next().unwrap_or("");
-    let groups: Vec<&str> = int_part.split(',').collect();
-    if groups.len() > 1 && (groups[0].len() > 3 || groups[1..].iter().any(|g| g.len() != 3)) {
-        raw = &raw[raw.rfind(',').map_or(0, |c| c + 1)..];
-    }
-    let n: String = raw.chars().filter(|&c| c != ',').collect();
-    let n = n.trim_start_matches('.').to_string();
-    (!n.is_empty()).then_some(n)
 }
 
 /// The whole input, without surrounding math delimiters or a lone box.

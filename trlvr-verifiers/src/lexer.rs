@@ -116,6 +116,11 @@ const BARE_NAMES: &[&str] = &[
     "sinh", "cosh", "tanh",
 ];
 
+/// Whether a run of letters names a function or constant without a backslash (`sin`).
+pub fn is_function_name(run: &str) -> bool {
+    BARE_NAMES.contains(&run)
+}
+
 /// Splits `s` into tokens.
 ///
 /// # Errors

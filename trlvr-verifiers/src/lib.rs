@@ -4,7 +4,12 @@
 //!
 //! 1. **Extraction** ([`extract()`]): find the final answer in a free-form response. MATH
 //!    style data puts it in the last `\boxed{..}`; GSM8K after `#### `; many models say
-//!    "the answer is X". [`Extraction`] picks the rules per dataset.
+//!    "the answer is X"; others leave it in free text. [`Extraction`] picks the rules: the
+//!    training reward ([`MathVerifier::strict`]) reads the last `\boxed{..}` only, while
+//!    the evaluation grader ([`MathVerifier::grader`], behind `trlvr verify`) runs the
+//!    free-text [`extract::Pipeline`] (a box, `####`, a bare formula, a "final answer"
+//!    phrase in several languages, the last math environment, the last number) on both
+//!    the reference and the response, and reads option letters ([`text::choice`]).
 //! 2. **Normalisation** ([`normalize()`]): remove what never changes meaning (`\left`,
 //!    `\!`, `$`, `\text{}`, units after a number, degree and percent signs, thousands
 //!    separators, a trailing period) and pick one spelling for what can be written several
@@ -56,6 +61,7 @@ pub mod lexer;
 pub mod normalize;
 pub mod num;
 pub mod parser;
+pub mod text;
 pub mod verifier;
 
 pub use equiv::{equivalent, equivalent_normalized};

@@ -51,7 +51,7 @@ pub fn normalize(input: &str) -> String {
 
 /// One round of every rewrite.
 fn pass(s: &str) -> String {
-    let s = unicode(s);
+    let s = approximation(&unicode(s));
     let s = trig_degrees(&s);
     let s = s
         .replace("^{\\circ}", "")
@@ -72,6 +72,23 @@ fn pass(s: &str) -> String {
     let s = choice_letter(&s);
     let s = thousands_plain(&s);
     mixed_slash(&s)
+}
+
+/// `a \approx b` keeps the exact value `a` that was approximated, or `b` when `a` is only a
+/// variable name (`x \approx 3.14`).
+fn approximation(s: &str) -> String {
+    const MARK: &str = "\\approx";
+    let Some(at) = s.find(MARK) else {
+        return s.to_string();
+    };
+    let left = s[..at].trim();
+    let lone_var = left.len() == 1 && left.bytes().all(|c| c.is_ascii_alphabetic());
+    if left.is_empty() || lone_var {
+        let right = &s[at + MARK.len()..];
+        right.rsplit(MARK).next().unwrap_or(right).trim().to_string()
+    } else {
+        left.to_string()
+    }
 }
 
 /// A repeating decimal becomes the fraction it equals: `0.\overline{3}` ->
@@ -181,8 +198,14 @@ fn unicode(s: &str) -> String {
             '∈' => out.push_str("\\in "),
             '±' => out.push_str("\\pm "),
             '−' | '–' => out.push('-'),
-            '°' => {}
+            '≈' => out.push_str("\\approx "),
+            '²' => out.push_str("^2"),
+            '³' => out.push_str("^3"),
+            '°' | '€' | '£' | '¥' | '₹' => {}
             '\u{a0}' => out.push(' '),
+            '\u{660}'..='\u{669}' | '\u{6f0}'..='\u{6f9}' | '\u{ff10}'..='\u{ff19}' => {
+                out.push(crate::text::ascii_digit(c));
+            }
             _ => out.push(c),
         }
     }
@@ -601,6 +624,11 @@ mod tests {
             (r"\sqrt[3]{x}", r"\sqrt[3]{x}"),
             (r"\frac{\sqrt2}{\dfrac12}", r"\frac{\sqrt{2}}{\frac{1}{2}}"),
             ("π", r"\pi"),
+            (r"\frac{1}{3} \approx 0.33", r"\frac{1}{3}"),
+            (r"x \approx 3.14", "3.14"),
+            ("x ≈ 2", "2"),
+            ("2,74 €", "2,74"),
+            ("٣٥", "35"),
         ];
         for (input, want) in cases {
             assert_eq!(normalize(input), want, "normalize({input:?})");

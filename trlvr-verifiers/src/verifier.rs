@@ -4,8 +4,9 @@ use serde::Serialize;
 use trlvr::verifier::{Reward, Verifier};
 
 use crate::equiv::equivalent_normalized;
-use crate::extract::{Extraction, boxed, extract};
+use crate::extract::{Extraction, Pipeline, boxed, extract};
 use crate::normalize::normalize;
+use crate::text::choice;
 
 /// Everything one check found out, for logs and the command line (serialises to JSON).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -73,21 +74,40 @@ impl MathVerifier {
         Self { response, reference: Extraction::Bare, format_reward: 0.0 }
     }
 
-    /// The training reward (method.md §1): only the last `\boxed{}` of the response counts
-    /// ([`Extraction::LastBox`]); references are taken whole unless
-    /// [`MathVerifier::with_reference_extraction`] says otherwise.
+    /// The strict training reward: the response's answer is the content of its last
+    /// `\boxed{..}` and nothing else ([`Extraction::LastBox`]); no fall-backs, no format
+    /// reward, so the policy is rewarded only for the final answer it commits to. The
+    /// reference is taken whole; chain [`Self::with_reference_extraction`] for datasets
+    /// whose references are solutions ([`Extraction::Gsm8k`], [`Extraction::Math`]).
+    ///
+    /// ```
+    /// use trlvr::verifier::Verifier;
+    /// use trlvr_verifiers::{Extraction, MathVerifier};
+    ///
+    /// let v = MathVerifier::strict().with_reference_extraction(Extraction::Gsm8k);
+    /// assert!(v.verify(r"3 + 4 = 7, so \boxed{7}", "She has 7.\n#### 7").correct);
+    /// assert!(!v.verify("The answer is 7.", "#### 7").correct);
+    /// ```
+    pub fn strict() -> Self {
+        Self::new(Extraction::LastBox)
+    }
+
+    /// The grader for evaluation and `trlvr verify`: both the reference and the response go
+    /// through the whole free-text [`Pipeline`] (a box, `####`, a bare formula, a "final
+    /// answer" phrase, the last math environment, the last number), and a multiple-choice
+    /// reference reads the option the response chooses.
     ///
     /// ```
     /// use trlvr::verifier::Verifier;
     /// use trlvr_verifiers::MathVerifier;
     ///
-    /// let strict = MathVerifier::strict();
-    /// assert!(strict.verify(r"\boxed{3} then \boxed{4}", "4").correct);
-    /// assert!(!strict.verify("The answer is 4.", "4").correct); // no box, no reward
-    /// assert!(!strict.verify(r"\boxed{4} and then \boxed{4", "4").correct); // the last box is broken
+    /// let g = MathVerifier::grader();
+    /// assert!(g.verify("... so she has 99 marbles.", "99").correct);
+    /// assert!(g.verify(r"Hence \[ x = 5+5+1 = 11 \]", "11").correct);
+    /// assert!(g.verify("D. it can't be A or B", "(D)").correct);
     /// ```
-    pub fn strict() -> Self {
-        Self::new(Extraction::LastBox)
+    pub fn grader() -> Self {
+        Self::new(Extraction::FREE).with_reference_extraction(Extraction::FREE)
     }
 
     /// The GSM8K preset: `#### N` answers on both sides (so a full reference solution works
@@ -114,8 +134,12 @@ impl MathVerifier {
     /// Extracts, normalises and compares, keeping every intermediate form.
     pub fn check(&self, gold: &str, pred: &str) -> Verdict {
         let g = extract(gold, self.reference);
-        let p = extract(pred, self.response);
         let gn = g.as_deref().map(normalize);
+        let letters = matches!(self.response, Extraction::Pipeline(Pipeline { letters: true, .. }));
+        let p = match &gn {
+            Some(letter) if letters && is_option(letter) => choice(pred).map(String::from),
+            _ => extract(pred, self.response),
+        };
         let pn = p.as_deref().map(normalize);
         let (equal, reason) = match (&gn, &pn) {
             (None, _) => (false, "no reference answer"),
@@ -125,6 +149,11 @@ impl MathVerifier {
         };
         Verdict { gold: g, pred: p, gold_normalized: gn, pred_normalized: pn, equal, reason }
     }
+}
+
+/// Whether a normalised gold answer is a multiple-choice option letter.
+fn is_option(gold: &str) -> bool {
+    matches!(gold.as_bytes(), [b'A'..=b'H' | b'J'])
 }
 
 impl Verifier for MathVerifier {

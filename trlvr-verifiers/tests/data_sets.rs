@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 use trlvr_verifiers::answer::Answer;
-use trlvr_verifiers::{Extraction, equivalent, extract, normalize};
+use trlvr_verifiers::{Extraction, MathVerifier, equivalent, extract, normalize};
 
 fn rows(name: &str) -> Vec<Value> {
     let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -88,4 +88,25 @@ fn distinct_math500_answers_are_rarely_equal() {
             }
         }
     }
+}
+
+#[test]
+fn grader_reads_math500_solutions_both_ways_and_without_boxes() {
+    let rows = rows("math500-test.jsonl");
+    let grader = MathVerifier::grader();
+    let mut misses = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        let (answer, solution) = (field(row, "answer"), field(row, "solution"));
+        if !grader.check(answer, solution).equal || !grader.check(solution, answer).equal {
+            misses.push(answer.to_string());
+        }
+        // Another problem's solution, its box removed so that the free-text stages read
+        // it, must not match this answer unless the two answers are the same.
+        let other = &rows[(i * 7 + 3) % rows.len()];
+        let unboxed = field(other, "solution").replace("\\boxed", "");
+        if grader.check(answer, &unboxed).equal {
+            assert!(equivalent(answer, field(other, "answer")), "{answer:?} read in {unboxed:?}");
+        }
+    }
+    assert!(misses.is_empty(), "{misses:?}");
 }

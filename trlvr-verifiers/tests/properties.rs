@@ -187,12 +187,50 @@ proptest! {
     #[test]
     fn extraction_and_verification_never_panic(text in "\\PC{0,80}", frag in answerish()) {
         let response = format!("{text} \\boxed{{{frag}}} {text}");
-        for how in [Extraction::Math, Extraction::Gsm8k, Extraction::Bare] {
+        for how in [Extraction::Math, Extraction::Gsm8k, Extraction::Bare, Extraction::LastBox] {
             let _ = extract(&text, how);
             let _ = extract(&response, how);
         }
         let r = MathVerifier::default().with_format_reward(0.1).verify(&response, &frag);
         prop_assert!(r.value == 0.0 || r.value == 0.1 || r.value == 1.0);
         prop_assert_eq!(r.correct, r.value == 1.0);
+    }
+
+    #[test]
+    fn grader_never_panics_on_free_text(
+        parts in proptest::collection::vec(
+            prop_oneof![
+                "\\PC{0,12}",
+                proptest::sample::select(&["$", "$$", r"\(", r"\)", r"\[", r"\]", "####", "=", r"\approx",
+                    "the answer is ", "答案是", r"\begin{align*}", r"\end{align*}", "&", r"\\", "1,", "2,74",
+                    " 000", "(B)", "D. ", r"\boxed{", "}", "0.083333", "€", "²"][..])
+                    .prop_map(String::from),
+            ],
+            0..24,
+        ),
+        gold in answerish(),
+    ) {
+        let text = parts.concat();
+        let grader = MathVerifier::grader();
+        for (g, p) in [(gold.as_str(), text.as_str()), (text.as_str(), gold.as_str()), (text.as_str(), text.as_str())] {
+            let v = grader.check(g, p);
+            prop_assert_eq!(v.equal, v.reason == "equal");
+        }
+        let _ = extract(&text, Extraction::FREE);
+    }
+
+    #[test]
+    fn a_final_box_wins_over_the_text_before_it(text in "[^\\\\]{0,80}", n in -100_000i64..100_000) {
+        let response = format!("{text}\n\\boxed{{{n}}}");
+        prop_assert!(MathVerifier::grader().check(&n.to_string(), &response).equal, "{}", response);
+        prop_assert!(!MathVerifier::grader().check(&(n + 1).to_string(), &response).equal, "{}", response);
+    }
+
+    #[test]
+    fn the_last_number_of_plain_prose_answers(text in "[^0-9$\\\\#]{0,60}", n in 0i64..10_000_000) {
+        let response = format!("{text} So the total is {n}.");
+        let grader = MathVerifier::grader();
+        prop_assert!(grader.check(&n.to_string(), &response).equal, "{}", response);
+        prop_assert!(!grader.check(&(n + 1).to_string(), &response).equal, "{}", response);
     }
 }

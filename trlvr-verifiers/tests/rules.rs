@@ -429,3 +429,111 @@ fn typical_model_responses() {
         assert_eq!(r.correct, want, "{response:?} vs {gold:?}: {:?}", check(gold, response));
     }
 }
+
+#[test]
+fn strict_reward_reads_only_the_last_box() {
+    let last = |s: &str| extract(s, Extraction::LastBox);
+    // The last of two boxes wins.
+    assert_eq!(last(r"first \boxed{3}, then \boxed{5}.").as_deref(), Some("5"));
+    assert_eq!(last(r"\boxed{3} and finally \fbox{4}").as_deref(), Some("4"));
+    // A broken last box is no answer, even with a good box before it.
+    assert_eq!(last(r"\boxed{5} no wait \boxed{6"), None);
+    // No fall-backs: phrases, `####`, bare answers and numbers in the text do not count.
+    for text in ["the answer is 5", "Final answer: 5", "#### 5", "5", "$5$", "so 5 apples"] {
+        assert_eq!(last(text), None, "{text:?}");
+    }
+    assert_eq!(last(r"\boxed{}"), None);
+
+    let v = MathVerifier::strict();
+    assert!(v.verify(r"so \boxed{\frac{1}{2}}", "0.5").correct);
+    assert!(!v.verify("the answer is 5", "5").correct);
+    assert!(!v.verify(r"\boxed{5} hmm, \boxed{6", "5").correct);
+    assert!(!v.verify(r"\boxed{5} no, it is \boxed{6}", "5").correct);
+    assert_eq!(v.verify(r"\boxed{6}", "5").value, 0.0, "no format reward");
+    // The lenient default still reads phrases and earlier boxes.
+    assert!(MathVerifier::default().verify("the answer is 5", "5").correct);
+
+    let gsm = MathVerifier::strict().with_reference_extraction(Extraction::Gsm8k);
+    assert!(gsm.verify(r"so she has \boxed{1,000} dollars", "1000 in all.\n#### 1,000").correct);
+    assert!(!gsm.verify("so she has 1000 dollars.\n#### 1000", "#### 1000").correct);
+    let math = MathVerifier::strict().with_reference_extraction(Extraction::Math);
+    assert!(math.verify(r"\boxed{2}", r"Since $1+1=2$, we get $\boxed{2}$.").correct);
+}
+
+#[test]
+fn chains_approximations_rounding_and_decimal_commas() {
+    table(
+        "free-text equivalences",
+        &[
+            ("x = 5+5+1 = 11", "11"),
+            (r"y = 4 \cdot 6 = 24", "24"),
+            (r"\frac{1}{3} \approx 0.33", r"\frac13"),
+            (r"x \approx 3.14", "3.14"),
+            (r"x \geq 5", "x >= 5"),
+            (r"x \neq 2", "x != 2"),
+            (r"x \lt 3", "x < 3"),
+            ("0.0833333333333333", r"\frac{1}{12}"),
+            ("0.083333", r"\frac{1}{12}"),
+            ("-0.666667", r"-\frac{2}{3}"),
+            ("1.414214", r"\sqrt{2}"),
+            ("(0.6, 2.666667]", r"(\frac35, \frac83]"),
+            ("2,74", "2.74"),
+            ("-3,5", "-3.5"),
+            ("12 €", "12"),
+        ],
+        &[
+            ("x = 5+5+1 = 12", "11"),
+            ("2x = 10", "10"),
+            ("x = 11 = y", "11"),
+            (r"\frac{1}{4} \approx 0.25", r"\frac13"),
+            ("0.33", r"\frac13"),
+            ("0.0834", r"\frac{1}{12}"),
+            ("3.0000001", "3"),
+            ("1.41", r"\sqrt{2}"),
+            ("(0.6, 2.7]", r"(\frac35, \frac83]"),
+            ("2,74", "2.75"),
+            ("1,2", r"\{1.2\}"),
+            ("2,74", "274"),
+        ],
+    );
+}
+
+/// Hostile free text is "not equal" (how fast is the `hostile` group of the bench).
+#[test]
+fn hostile_free_text_is_not_equal() {
+    let grader = MathVerifier::grader();
+    let hostile = [
+        "$".repeat(1 << 18),
+        r"\[".repeat(1 << 16),
+        "1,".repeat(1 << 17),
+        "9".repeat(1 << 18),
+        "the answer is ".repeat(1 << 14),
+        format!("${}1{}$", "(".repeat(25_000), ")".repeat(25_000)),
+        format!("{}2", r"\begin{align*} = ".repeat(12_000)),
+        format!("x = {}", "1 = ".repeat(25_000)),
+        "A B C D ".repeat(25_000),
+        format!("$10^{{10^{{10}}}}$ {}", "é".repeat(25_000)),
+    ];
+    for text in &hostile {
+        let head: String = text.chars().take(30).collect();
+        assert!(!grader.check("5", text).equal, "{head}");
+        assert!(!grader.check(text, "5").equal, "{head}");
+        assert!(!grader.check("C", text).equal || text.starts_with('A'), "{head}");
+    }
+}
+
+#[test]
+fn pipeline_stages_run_in_order_and_can_be_chosen() {
+    use trlvr_verifiers::extract::Pipeline;
+    let free = |s: &str| extract(s, Extraction::FREE);
+    let text = r"We get $x = 2$, so the answer is 3. Check: 4 apples. \boxed{5}";
+    assert_eq!(free(text).as_deref(), Some("5"), "a box first");
+    assert_eq!(free("the answer is 3. Check: $4$ and 6").as_deref(), Some("3"), "then an anchor");
+    assert_eq!(free("first $4$, then $x=5$, and 6 more").as_deref(), Some("x=5"), "then math");
+    assert_eq!(free("so she has 99 marbles.").as_deref(), Some("99"), "then the last number");
+    assert_eq!(free("x^2+1").as_deref(), Some("x^2+1"), "a bare formula before its last number");
+    assert_eq!(free("Evelyn").as_deref(), Some("Evelyn"), "short text last");
+    let numbers_only = Extraction::Pipeline(Pipeline { number: true, ..Pipeline::NONE });
+    assert_eq!(extract("the answer is 3. Check: $4$ and 6", numbers_only).as_deref(), Some("6"));
+    assert_eq!(extract(r"\boxed{5}", Extraction::Pipeline(Pipeline::NONE)), None);
+}
