@@ -122,7 +122,7 @@ pub fn run(args: &Args) -> Result<()> {
         None => (Vec::new(), Extraction::Bare),
     };
     let verifier = MathVerifier::strict().with_reference_extraction(reference_extraction(train_set.format));
-    let validation_verifier = MathVerifier::default().with_reference_extraction(validation_how);
+    let validation_verifier = MathVerifier::new(Extraction::FREE).with_reference_extraction(validation_how);
     let mut registry = Registry::with_linked();
     for path in &recipe.plugins {
         registry.load(path)?;
