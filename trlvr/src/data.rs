@@ -156,8 +156,12 @@ impl Dataset {
             let reference = match object.get(a_field) {
                 Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
                 Some(Value::Number(n)) => n.to_string(),
-                Some(Value::Null) => return Err(fail(format!("field `{a_field}` is null: no reference answer"))),
-                Some(_) => return Err(fail(format!("field `{a_field}` is not a non-empty string or a number"))),
+                Some(Value::Null) => {
+                    return Err(fail(format!("field `{a_field}` is null: no reference answer")));
+                }
+                Some(_) => {
+                    return Err(fail(format!("field `{a_field}` is not a non-empty string or a number")));
+                }
                 None => return Err(fail(missing(a_field, object))),
             };
             problems.push(Problem { line, question, reference });

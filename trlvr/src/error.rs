@@ -48,6 +48,9 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// The model or backend does not offer what was asked of it.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
     /// Reading a tensor back from the device failed.
     #[error("tensor read-back: {0}")]
     Read(String),

@@ -73,6 +73,7 @@ pub mod bigram;
 pub mod data;
 pub mod device;
 mod error;
+pub mod eval;
 pub mod mask;
 pub mod model;
 pub mod objective;
