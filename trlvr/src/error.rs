@@ -35,6 +35,9 @@ pub enum Error {
     /// The requested backend was not compiled in, or the device string is unknown.
     #[error("device: {0}")]
     Device(String),
+    /// The model or backend does not offer what was asked of it.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
     /// A plugin could not be loaded, or a name is unknown or taken.
     #[error("plugin: {0}")]
     Plugin(String),
@@ -48,9 +51,6 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
-    /// The model or backend does not offer what was asked of it.
-    #[error("unsupported: {0}")]
-    Unsupported(String),
     /// Reading a tensor back from the device failed.
     #[error("tensor read-back: {0}")]
     Read(String),

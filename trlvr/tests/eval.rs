@@ -5,8 +5,8 @@
 use burn::prelude::*;
 use proptest::prelude::*;
 use trlvr::eval::{
-    Bootstrap, EvalConfig, EvalProblem, EvalSet, Evaluation, Mode, ProblemResult, Report, SampleStore,
-    Throughput, pass_at_k,
+    Bootstrap, ChainStats, EvalConfig, EvalProblem, EvalSet, Evaluation, Mode, ProblemResult, Report,
+    SampleStore, Throughput, pass_at_k,
 };
 use trlvr::prelude::*;
 
@@ -59,8 +59,6 @@ fn result(id: usize, n: usize, solo_correct: usize, handoff_correct: usize) -> P
         legibility: ChainStats { tokens: 10, junior_nll: 20.0, junior_top1: 4, kl_k3: 1.0, kl_exact: 2.0 },
     }
 }
-
-use trlvr::eval::ChainStats;
 
 #[test]
 fn tax_and_its_paired_interval_on_a_hand_example() {
@@ -278,27 +276,67 @@ fn direct(
     d
 }
 
-#[test]
-fn legibility_and_drift_equal_direct_computations() {
+/// For a self-paired junior, a mildly perturbed one and the scrambled one: the figures
+/// of the evaluation and the direct computation on the same chains.
+fn figures_and_direct() -> Vec<(bool, trlvr::eval::Figures, Direct, SampleStore, BigramLm)> {
     let device = Device::default();
-    let (s, j) = (senior_table(), scrambled_junior_table());
-    // A junior between the two: slightly perturbed senior rows, so every figure is finite
-    // and none is trivial.
+    let s = senior_table();
     let mut mild = s;
     mild[A as usize][B as usize] -= 1.0;
     mild[PARA as usize][OK as usize] += 0.7;
-    for junior_table in [s, mild, j] {
-        let senior = BigramLm::new(&s, &device);
-        let junior = BigramLm::new(&junior_table, &device);
-        let (report, store) = evaluate(&senior, &junior, 12);
-        let f = &report.sets[0].figures;
-        let d = direct(&store, &senior, &junior, &s, &junior_table);
+    [s, mild, scrambled_junior_table()]
+        .into_iter()
+        .map(|junior_table| {
+            let senior = BigramLm::new(&s, &device);
+            let junior = BigramLm::new(&junior_table, &device);
+            let (report, store) = evaluate(&senior, &junior, 12);
+            let d = direct(&store, &senior, &junior, &s, &junior_table);
+            (junior_table == s, report.sets[0].figures.clone(), d, store, junior)
+        })
+        .collect()
+}
+
+#[test]
+fn junior_cross_entropy_equals_score() {
+    for (_, f, d, _, _) in figures_and_direct() {
         close(f.legibility.junior_ce.value, d.ce / d.tokens, "junior cross-entropy");
-        close(f.drift.junior_nll.value, d.ce / d.tokens, "junior NLL");
+    }
+}
+
+#[test]
+fn junior_top1_equals_the_argmax_of_its_table() {
+    for (_, f, d, _, _) in figures_and_direct() {
         close(f.legibility.junior_top1.value, 100.0 * d.top1 / d.tokens, "junior top-1");
+    }
+}
+
+#[test]
+fn k3_kl_equals_score_differences() {
+    for (self_paired, f, d, _, _) in figures_and_direct() {
         close(f.drift.kl_k3.value, d.k3 / d.tokens, "KL k3");
+        if self_paired {
+            assert_eq!(f.drift.kl_k3.value, 0.0);
+        }
+    }
+}
+
+#[test]
+fn exact_kl_equals_the_tables_and_is_zero_only_self_paired() {
+    for (self_paired, f, d, _, _) in figures_and_direct() {
         close(f.drift.kl_exact.value, d.kl / d.tokens, "KL exact");
-        // The junior's NLL of the senior-written handoff tokens, by score.
+        if self_paired {
+            assert_eq!(f.drift.kl_exact.value, 0.0);
+        } else {
+            assert!(f.drift.kl_exact.value > 1e-3);
+        }
+    }
+}
+
+#[test]
+fn junior_nll_of_senior_tokens_equals_score() {
+    for (_, f, d, store, junior) in figures_and_direct() {
+        close(f.drift.junior_nll.value, d.ce / d.tokens, "junior NLL, solo");
+        // The senior-written tokens of the handoff chains.
         let (mut nll, mut count) = (0.0, 0.0);
         for (prompt, response, owners) in chains(&store, 12, Mode::Handoff) {
             let lj = scored(&junior, &prompt, &response);
@@ -310,13 +348,6 @@ fn legibility_and_drift_equal_direct_computations() {
             }
         }
         close(f.drift.junior_nll_handoff.value, nll / count, "junior NLL, handoff");
-        // The exact KL is 0 only for the self-paired junior.
-        if junior_table == s {
-            assert_eq!(f.drift.kl_exact.value, 0.0);
-            assert_eq!(f.drift.kl_k3.value, 0.0);
-        } else {
-            assert!(f.drift.kl_exact.value > 1e-3);
-        }
     }
 }
 

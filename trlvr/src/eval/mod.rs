@@ -97,7 +97,7 @@ pub struct EvalConfig {
     /// Coverage of the intervals (default 0.95).
     pub confidence: f64,
     /// Logits held at once when measuring legibility, per model (`rows × width ×
-    /// vocab` floats; default 2^26, 256 MiB in f32). At least one chain goes at a time.
+    /// vocab` floats; default 2^25, 128 MiB in f32). At least one chain goes at a time.
     pub logits_budget: usize,
     /// When a model reads the other's tokens (handoff; default piggyback).
     pub catch_up: CatchUp,
@@ -118,7 +118,7 @@ impl Default for EvalConfig {
             bootstrap: 1000,
             bootstrap_seed: 0,
             confidence: 0.95,
-            logits_budget: 1 << 26,
+            logits_budget: 1 << 25,
             catch_up: CatchUp::default(),
             host_sampling: None,
         }
