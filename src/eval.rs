@@ -90,6 +90,13 @@ enum Grading {
     Boxed,
 }
 
+fn grading_name(grading: Grading) -> &'static str {
+    match grading {
+        Grading::Lenient => "lenient",
+        Grading::Boxed => "boxed",
+    }
+}
+
 /// A dataset as the user named it, resolved.
 struct Resolved {
     spec: DataSpec,
@@ -100,8 +107,7 @@ struct Resolved {
 pub fn run(args: &Args) -> Result<()> {
     let wall = Instant::now();
     // 1. Everything that can be wrong with the input, before any sampling.
-    let datasets =
-        args.data.iter().map(|d| resolve(d, args.limit)).collect::<Result<Vec<_>>>()?;
+    let datasets = args.data.iter().map(|d| resolve(d, args.limit)).collect::<Result<Vec<_>>>()?;
     let device = parse_device(&args.device)?;
     let senior = Loaded::from_path(&args.senior, &device)?;
     let junior = match &args.junior {
@@ -188,7 +194,7 @@ pub fn run(args: &Args) -> Result<()> {
     // 3. eval.json and eval.md.
     let wall_seconds = wall.elapsed().as_secs_f64();
     let mut out = serde_json::to_value(&report)?;
-    out["grading"] = json!(format!("{:?}", args.grading).to_lowercase());
+    out["grading"] = json!(grading_name(args.grading));
     out["models"] = json!({ "senior": senior_id, "junior": junior_id, "self_paired": args.junior.is_none() });
     out["datasets"] = datasets
         .iter()
@@ -211,7 +217,7 @@ pub fn run(args: &Args) -> Result<()> {
             args.junior.as_ref().unwrap_or(&args.senior).display(),
             if args.junior.is_none() { " (self-paired)" } else { "" }
         ),
-        format!("grading: {:?}; seed {}; wall time {wall_seconds:.1} s", args.grading, args.seed),
+        format!("grading: {}; seed {}; wall time {wall_seconds:.1} s", grading_name(args.grading), args.seed),
     ];
     let md = report.to_markdown(&header);
     let md_path = args.out.join("eval.md");
@@ -229,13 +235,24 @@ pub fn run(args: &Args) -> Result<()> {
 }
 
 fn show(bar: &ProgressBar, p: EvalProgress) {
+    // Without a terminal (logs, CI) the bar is hidden: one line per finished batch.
+    if bar.is_hidden() && p.batch.is_none() && p.done > bar.position() as usize {
+        eprintln!(
+            "{}/{} problem-modes sampled, {} tokens at {:.1} tok/s",
+            p.done,
+            p.total,
+            p.tokens,
+            p.tokens as f64 / p.seconds.max(1e-9)
+        );
+    }
     bar.set_length(p.total as u64);
     bar.set_position(p.done as u64);
     match p.phase {
         Phase::Sampling(mode) => {
             let mode = if mode == Mode::Solo { "solo" } else { "handoff" };
             let rate = p.tokens as f64 / p.seconds.max(1e-9);
-            let rows = p.batch.map_or(String::new(), |b| format!(", batch: {}/{} rows writing", b.live, b.rows));
+            let rows =
+                p.batch.map_or(String::new(), |b| format!(", batch: {}/{} rows writing", b.live, b.rows));
             bar.set_message(format!("{mode}{rows}, {} tokens at {rate:.1} tok/s", p.tokens));
         }
         _ => bar.set_message("grading, legibility and drift"),
@@ -251,7 +268,8 @@ fn verifier(format: ReferenceFormat, grading: Grading) -> Box<dyn Verifier> {
     };
     match grading {
         Grading::Lenient => {
-            let response = if format == ReferenceFormat::Hashes { Extraction::Gsm8k } else { Extraction::Math };
+            let response =
+                if format == ReferenceFormat::Hashes { Extraction::Gsm8k } else { Extraction::Math };
             Box::new(MathVerifier::new(response).with_reference_extraction(reference))
         }
         Grading::Boxed => {
@@ -278,7 +296,9 @@ const SHIPPED: [(&str, Layout); 2] = [("gsm8k-test", Layout::Gsm8k), ("math500-t
 /// Resolves a `--data` entry and reads the dataset.
 fn resolve(entry: &str, limit: Option<usize>) -> Result<Resolved> {
     let (name, layout) = match entry.rsplit_once(':') {
-        Some((path, layout)) if !layout.contains('/') && !path.is_empty() => (path, Some(parse_layout(layout, path)?)),
+        Some((path, layout)) if !layout.contains('/') && !path.is_empty() => {
+            (path, Some(parse_layout(layout, path)?))
+        }
         _ => (entry, None),
     };
     let shipped = SHIPPED.iter().find(|(n, _)| *n == name);
@@ -286,7 +306,11 @@ fn resolve(entry: &str, limit: Option<usize>) -> Result<Resolved> {
         PathBuf::from(name)
     } else if let Some((n, _)) = shipped {
         let local = PathBuf::from(format!("assets/math/{n}.jsonl"));
-        if local.is_file() { local } else { PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/math")).join(format!("{n}.jsonl")) }
+        if local.is_file() {
+            local
+        } else {
+            PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/math")).join(format!("{n}.jsonl"))
+        }
     } else {
         bail!("{name}: no such dataset file (shipped sets: gsm8k-test, math500-test)");
     };
@@ -325,7 +349,8 @@ fn infer_layout(path: &Path) -> Result<Layout> {
     } else if has("problem") && has("answer") {
         Layout::DeepScaleR
     } else {
-        let fields: Vec<&str> = value.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+        let fields: Vec<&str> =
+            value.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
         bail!(
             "{}, line {}: unknown dataset layout: the line has fields [{}], not question/answer (gsm8k), \
              problem/solution (math) or problem/answer (deepscaler); name the layout as FILE:LAYOUT",
