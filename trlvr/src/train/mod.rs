@@ -6,8 +6,9 @@
 //!
 //! ```text
 //! prompts (seeded, shuffled per epoch) -> rollouts (a gradient-free copy of the senior
-//!   and the frozen junior) -> rewards (verifier) -> group advantages -> π_old (and the
-//!   junior's log-probs if the objective asks) -> for each PPO mini-batch: micro-batches
+//!   and the frozen junior) -> rewards (verifier) -> group advantages -> π_old (a pass of
+//!   its own only for mini-batches after the first: before the first update π_old is π_θ)
+//!   and the junior's log-probs if the objective asks -> for each PPO mini-batch: micro-batches
 //!   (loss with the mini-batch's denominators, backward, accumulate) -> global-norm clip
 //!   -> AdamW step
 //! ```

@@ -39,7 +39,9 @@ pub(super) struct Report {
 /// Rows of one forward/backward pass, with their π_old (and junior) log-probs.
 struct Micro {
     rows: Vec<usize>,
-    old: Vec<f32>,
+    /// `None` in the step's first mini-batch: no update has happened since the rollouts,
+    /// so π_old is π_θ itself (its values, detached) and needs no pass of its own.
+    old: Option<Vec<f32>>,
     reference: Option<Vec<f32>>,
 }
 
@@ -129,7 +131,7 @@ fn plan(c: &TrainConfig, objective: &dyn Objective, inputs: &Inputs<'_>) -> Vec<
                 .collect();
             let micros = kept
                 .chunks(c.micro_batch_rows)
-                .map(|rows| Micro { rows: rows.to_vec(), old: Vec::new(), reference: None })
+                .map(|rows| Micro { rows: rows.to_vec(), old: None, reference: None })
                 .collect();
             MiniBatch { normalizer, micros }
         })
@@ -145,7 +147,8 @@ fn token_batch(inputs: &Inputs<'_>, rows: &[usize]) -> Result<TokenBatch> {
     sequences(&rows)
 }
 
-/// π_old by the senior before any update (a gradient-free copy), and the junior's
+/// π_old by the senior before any update (a gradient-free copy) for every mini-batch
+/// after the first (see [`Micro::old`]), and the junior's
 /// log-probs when the objective needs a reference; both at the sampling temperature.
 fn old_log_probs<P: Policy>(
     c: &TrainConfig,
@@ -157,11 +160,19 @@ fn old_log_probs<P: Policy>(
 ) -> Result<()> {
     let copy = senior.valid();
     let t = c.sampling.temperature;
-    for micro in minis.iter_mut().flat_map(|m| m.micros.iter_mut()) {
-        let batch = token_batch(inputs, &micro.rows)?;
-        micro.old = host(copy.score(&batch, t)?)?;
-        if objective.needs_reference() {
-            micro.reference = Some(host(junior.score(&batch, t)?)?);
+    for (m, mini) in minis.iter_mut().enumerate() {
+        for micro in &mut mini.micros {
+            let needs_reference = objective.needs_reference();
+            if m == 0 && !needs_reference {
+                continue;
+            }
+            let batch = token_batch(inputs, &micro.rows)?;
+            if m > 0 {
+                micro.old = Some(host(copy.score(&batch, t)?)?);
+            }
+            if needs_reference {
+                micro.reference = Some(host(junior.score(&batch, t)?)?);
+            }
         }
     }
     Ok(())
@@ -191,7 +202,7 @@ fn mini_batch_grads<P: Policy>(
             c.sampling.temperature,
             &rows,
             &advantages,
-            &micro.old,
+            micro.old.as_deref(),
             micro.reference.as_deref(),
             mini.normalizer,
         )?;
@@ -220,8 +231,8 @@ pub fn sequences(rows: &[(&[TokenId], &Rollout)]) -> Result<TokenBatch> {
 }
 
 /// What the objective sees of `rows`: the senior's log-probs with gradients at
-/// `temperature`, π_old (and the reference) laid out as [`sequences`] lays out the rows
-/// (`[rows, width]` row-major), one advantage per row, the loss mask from each rollout's
+/// `temperature`, π_old (`None`: the current log-probs, detached) and the reference laid
+/// out as [`sequences`] lays out the rows (`[rows, width]` row-major), one advantage per row, the loss mask from each rollout's
 /// owners (junior tokens carry no loss) and the mini-batch's `normalizer`.
 ///
 /// # Errors
@@ -231,7 +242,7 @@ pub fn objective_batch<P: Policy>(
     temperature: f32,
     rows: &[(&[TokenId], &Rollout)],
     advantages: &[f32],
-    old: &[f32],
+    old: Option<&[f32]>,
     reference: Option<&[f32]>,
     normalizer: Normalizer,
 ) -> Result<ObjectiveBatch> {
@@ -249,7 +260,10 @@ pub fn objective_batch<P: Policy>(
     let owners: Vec<Vec<Owner>> = rows.iter().map(|(_, r)| r.owners.clone()).collect();
     let masks = RolloutMasks::new(&prompt_lengths, &owners, width, &device)?;
     Ok(ObjectiveBatch {
-        old_log_probs: table(old)?,
+        old_log_probs: match old {
+            Some(old) => table(old)?,
+            None => log_probs.clone().detach(),
+        },
         ref_log_probs: reference.map(table).transpose()?,
         log_probs,
         advantages: Tensor::from_data(TensorData::new(advantages.to_vec(), [n]), &device),
