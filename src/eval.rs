@@ -187,8 +187,8 @@ pub fn run(args: &Args) -> Result<()> {
             .progress_chars("=> "),
     );
     let throughput = eval.sample(&sets, &mut store, &mut |p| show(&bar, p))?;
-    bar.set_message("grading, legibility and drift");
-    let report = eval.measure(&sets, &store, throughput)?;
+    bar.set_position(0);
+    let report = eval.measure(&sets, &store, throughput, &mut |p| show(&bar, p))?;
     bar.finish_and_clear();
 
     // 3. eval.json and eval.md.
@@ -235,15 +235,21 @@ pub fn run(args: &Args) -> Result<()> {
 }
 
 fn show(bar: &ProgressBar, p: EvalProgress) {
-    // Without a terminal (logs, CI) the bar is hidden: one line per finished batch.
+    // Without a terminal (logs, CI) the bar is hidden: one line per finished batch, and
+    // one per tenth of the problems measured.
+    let measuring = p.phase == Phase::Measuring;
     if bar.is_hidden() && p.batch.is_none() && p.done > bar.position() as usize {
-        eprintln!(
-            "{}/{} problem-modes sampled, {} tokens at {:.1} tok/s",
-            p.done,
-            p.total,
-            p.tokens,
-            p.tokens as f64 / p.seconds.max(1e-9)
-        );
+        if !measuring {
+            eprintln!(
+                "{}/{} problem-modes sampled, {} tokens at {:.1} tok/s",
+                p.done,
+                p.total,
+                p.tokens,
+                p.tokens as f64 / p.seconds.max(1e-9)
+            );
+        } else if p.done == p.total || p.done.is_multiple_of(p.total.div_ceil(10)) {
+            eprintln!("{}/{} problems graded and measured", p.done, p.total);
+        }
     }
     bar.set_length(p.total as u64);
     bar.set_position(p.done as u64);
@@ -255,7 +261,7 @@ fn show(bar: &ProgressBar, p: EvalProgress) {
                 p.batch.map_or(String::new(), |b| format!(", batch: {}/{} rows writing", b.live, b.rows));
             bar.set_message(format!("{mode}{rows}, {} tokens at {rate:.1} tok/s", p.tokens));
         }
-        _ => bar.set_message("grading, legibility and drift"),
+        Phase::Measuring => bar.set_message("problems graded; legibility and drift measured"),
     }
 }
 

@@ -157,13 +157,19 @@ fn compare_chunk(
 ) -> Result<Vec<ChainStats>> {
     let (batch, width) = batch_of(chains)?;
     let rows = chains.len();
-    // 1. Both models' logits, [rows, width, vocab], at once.
-    let (s, j) = std::thread::scope(|scope| {
-        let s = scope.spawn(|| senior.logits(&batch));
-        let j = junior.logits(&batch);
-        (s.join().expect("senior thread panicked"), j)
-    });
-    let (s, j) = (s?, j?);
+    // 1. Both models' logits, [rows, width, vocab], at once; once when self-paired (the
+    //    same model twice).
+    let (s, j) = if std::ptr::addr_eq(senior, junior) {
+        let s = senior.logits(&batch)?;
+        (s.clone(), s)
+    } else {
+        let (s, j) = std::thread::scope(|scope| {
+            let s = scope.spawn(|| senior.logits(&batch));
+            let j = junior.logits(&batch);
+            (s.join().expect("senior thread panicked"), j)
+        });
+        (s?, j?)
+    };
     let [_, _, vocab] = s.dims();
     let device = s.device();
     let j = j.to_device(&device);

@@ -164,9 +164,10 @@ impl EvalSet {
 pub struct EvalProgress {
     /// What is being done now.
     pub phase: Phase,
-    /// Problem-modes sampled (found in the store or drawn now), out of `total`.
+    /// Problem-modes sampled (found in the store or drawn now), out of `total`; when
+    /// measuring, problems measured.
     pub done: usize,
-    /// Problems × 2 modes.
+    /// Problems × 2 modes; when measuring, problems.
     pub total: usize,
     /// Tokens drawn in this run so far.
     pub tokens: usize,
@@ -264,7 +265,7 @@ impl<'m> Evaluation<'m> {
         on_progress: &mut dyn FnMut(EvalProgress),
     ) -> Result<Report> {
         let throughput = self.sample(sets, store, on_progress)?;
-        self.measure(sets, store, throughput)
+        self.measure(sets, store, throughput, on_progress)
     }
 
     /// Draws the samples the store lacks, solo then handoff, batch by batch; each batch
@@ -373,13 +374,23 @@ impl<'m> Evaluation<'m> {
     }
 
     /// Grades every stored sample and measures legibility and drift; the figures with
-    /// their intervals. `throughput` is carried into the report.
+    /// their intervals. `throughput` is carried into the report; `on_progress` hears
+    /// after each problem ([`Phase::Measuring`], `done` out of `total` problems).
     ///
     /// # Errors
     /// [`Error::Config`] if a problem has no samples in the store (run
     /// [`Evaluation::sample`] first); model errors.
-    pub fn measure(&self, sets: &[EvalSet], store: &SampleStore, throughput: Throughput) -> Result<Report> {
+    pub fn measure(
+        &self,
+        sets: &[EvalSet],
+        store: &SampleStore,
+        throughput: Throughput,
+        on_progress: &mut dyn FnMut(EvalProgress),
+    ) -> Result<Report> {
         check_sets(sets)?;
+        let total = sets.iter().map(|s| s.problems.len()).sum();
+        let mut done = 0;
+        let (tokens, seconds) = (throughput.tokens(), throughput.seconds());
         let mut results = Vec::with_capacity(sets.len());
         for set in sets {
             let mut problems = Vec::with_capacity(set.problems.len());
@@ -394,6 +405,15 @@ impl<'m> Evaluation<'m> {
                 };
                 let (solo, handoff) = (get(Mode::Solo)?, get(Mode::Handoff)?);
                 problems.push(self.measure_problem(set, p, solo, handoff)?);
+                done += 1;
+                on_progress(EvalProgress {
+                    phase: Phase::Measuring,
+                    done,
+                    total,
+                    tokens,
+                    seconds,
+                    batch: None,
+                });
             }
             results.push((set.name.clone(), problems));
         }
