@@ -212,8 +212,9 @@ pub fn token_log_probs(logits: Tensor<3>, batch: &TokenBatch, temperature: f32) 
 }
 
 /// Positions scored per chunk by [`chunked_token_log_probs`]: at the Qwen3 vocabulary a
-/// chunk's logits take `1024 × 151,936 × 4` bytes ≈ 0.6 GB, whatever the batch.
-pub const LOG_PROB_CHUNK: usize = 1024;
+/// chunk's logits take `256 × 151,936 × 4` bytes ≈ 0.16 GB, whatever the batch; the
+/// backward pass briefly holds about three of them (see `benches/memory.rs`).
+pub const LOG_PROB_CHUNK: usize = 256;
 
 /// As [`token_log_probs`], but from the hidden states before the LM head, chunk by chunk,
 /// so that the full `[batch, width, vocab]` logits never exist; positions before
@@ -262,13 +263,22 @@ pub fn chunked_token_log_probs(
     // 2. Per chunk: the LM head on the predicting positions (`slot - 1`), then the
     //    selected logit minus the log-sum-exp.
     let hidden = hidden.reshape([b * t, d]);
+    let mut previous: Option<Tensor<2>> = None;
     for (slots, targets) in slots.chunks(chunk).zip(targets.chunks(chunk)) {
         let n = slots.len();
         let before: Vec<i64> = slots.iter().map(|s| s - 1).collect();
-        let logits = head(hidden.clone().select(0, int(&before))) / temperature; // [n, vocab]
+        let mut h = hidden.clone().select(0, int(&before)); // [n, hidden]
+        // Burn's backward runs the graph depth by depth, so side-by-side chunks would have
+        // their `[n, vocab]` gradients alive at once; a zero-valued link to the previous
+        // chunk puts each chunk deeper than the last, and backward takes them one by one.
+        if let Some(previous) = previous.take() {
+            h = h + previous.sum().reshape([1, 1]) * 0.0;
+        }
+        let logits = head(h) / temperature; // [n, vocab]
         let max = logits.clone().detach().max_dim(1); // [n, 1]
         let lse = (logits.clone() - max.clone()).exp().sum_dim(1).log() + max;
         let picked = logits.gather(1, int(targets).reshape([n, 1])) - lse; // [n, 1]
+        previous = Some(picked.clone());
         scored =
             scored.select_assign(0, int(slots), picked.reshape([n]), burn::tensor::IndexingUpdateOp::Add);
     }
