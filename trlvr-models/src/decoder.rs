@@ -244,9 +244,16 @@ pub fn attend(
     let g = h / kvh;
     let device = q.device();
     // Each key/value head serves its group of query heads: fold the group into the query
-    // rows so keys are never repeated. [b, kv_heads, group, t, hd].
-    let q = q.reshape([b, kvh, g, t, hd]);
-    let mut blocks: Vec<Tensor<5>> = (0..t)
+    // rows so keys are never repeated. One block (a decode step) needs no slicing.
+    if t <= block {
+        let s = keys.dims()[2];
+        let q = q.reshape([b, kvh, g * t, hd]);
+        let hidden = mask.block(0..t, s, &device).expand([b, kvh, g * t, s]);
+        let scores = q.matmul(keys.swap_dims(2, 3)).mask_fill(hidden, f32::NEG_INFINITY);
+        return softmax(scores, 3).matmul(values).reshape([b, h, t, hd]);
+    }
+    let q = q.reshape([b, kvh, g, t, hd]); // [b, kv_heads, group, t, hd]
+    let blocks: Vec<Tensor<5>> = (0..t)
         .step_by(block.max(1))
         .map(|start| {
             let rows = start..(start + block).min(t);
@@ -260,8 +267,7 @@ pub fn attend(
             softmax(scores.mask_fill(hidden, f32::NEG_INFINITY), 3).matmul(v).reshape([b, kvh, g, n, hd])
         })
         .collect();
-    let out = if blocks.len() == 1 { blocks.remove(0) } else { Tensor::cat(blocks, 3) };
-    out.reshape([b, h, t, hd])
+    Tensor::cat(blocks, 3).reshape([b, h, t, hd])
 }
 
 impl Attention {
