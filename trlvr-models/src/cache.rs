@@ -252,6 +252,81 @@ pub fn attention_mask(
     Tensor::from_data(TensorData::new(hidden, [past.len(), 1, group * new, width]), device)
 }
 
+/// The causal mask of one forward pass, built a block of queries at a time so that no
+/// `[new, width]` mask exists for a long prefill.
+///
+/// Row `r` has `past[r]` cached tokens; its new query `i` sees keys `0..=past[r] + i`.
+#[derive(Debug, Clone)]
+pub struct CausalMask {
+    past: Vec<usize>,
+    group: usize,
+    new: usize,
+    width: usize,
+    /// The mask of all queries over all visible keys, built once when they fit one block
+    /// (decode steps), so the layers share it.
+    whole: Option<Tensor<4, Bool>>,
+}
+
+impl CausalMask {
+    /// The mask for `new` queries per row over `width` key slots, with the query heads
+    /// of each key/value head folded `group` at a time into the query rows.
+    pub fn new(past: &[usize], group: usize, new: usize, width: usize) -> Self {
+        Self { past: past.to_vec(), group, new, width, whole: None }
+    }
+
+    /// Builds the whole mask now if the queries fit one block of `block`, so every layer
+    /// reuses it.
+    #[must_use]
+    pub fn with_whole(mut self, block: usize, device: &Device) -> Self {
+        if self.new <= block {
+            let rows = 0..self.new;
+            let keys = self.visible_keys(&rows);
+            self.whole = Some(self.block(rows, keys, device));
+        }
+        self
+    }
+
+    /// New queries per row.
+    pub fn queries(&self) -> usize {
+        self.new
+    }
+
+    /// Key slots.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// How many key slots the queries `rows` of any row can see: keys past that are
+    /// hidden from all of them.
+    pub fn visible_keys(&self, rows: &Range<usize>) -> usize {
+        let last = self.past.iter().max().copied().unwrap_or(0) + rows.end;
+        last.min(self.width)
+    }
+
+    /// The mask of queries `rows` over the first `keys` slots, `true` = hidden.
+    ///
+    /// # Shapes
+    /// - returns `[batch, 1, group * rows.len(), keys]`, group-major like [`attention_mask`]
+    pub fn block(&self, rows: Range<usize>, keys: usize, device: &Device) -> Tensor<4, Bool> {
+        if let Some(whole) = &self.whole
+            && rows == (0..self.new)
+            && keys == whole.dims()[3]
+        {
+            return whole.clone();
+        }
+        let n = rows.len();
+        let mut hidden = Vec::with_capacity(self.past.len() * self.group * n * keys);
+        for &p in &self.past {
+            for _ in 0..self.group {
+                for i in rows.clone() {
+                    hidden.extend((0..keys).map(|j| j > p + i));
+                }
+            }
+        }
+        Tensor::from_data(TensorData::new(hidden, [self.past.len(), 1, self.group * n, keys]), device)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,6 +345,31 @@ mod tests {
             false, false, false, false,
         ];
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn mask_blocks_tile_the_whole_mask() {
+        let device = Device::default();
+        let (past, group, new, width) = ([1, 3], 2, 5, 8);
+        let full: Vec<bool> =
+            attention_mask(&past, group, new, width, &device).into_data().try_to_vec().unwrap();
+        let plan = CausalMask::new(&past, group, new, width);
+        for rows in [0..2, 2..5, 0..5] {
+            let keys = plan.visible_keys(&rows);
+            let got: Vec<bool> = plan.block(rows.clone(), keys, &device).into_data().try_to_vec().unwrap();
+            let mut want = Vec::new();
+            for r in 0..past.len() {
+                for g in 0..group {
+                    for i in rows.clone() {
+                        let at = ((r * group + g) * new + i) * width;
+                        want.extend_from_slice(&full[at..at + keys]);
+                        // Every key past `keys` is hidden from these queries.
+                        assert!(full[at + keys..at + width].iter().all(|&h| h));
+                    }
+                }
+            }
+            assert_eq!(got, want, "{rows:?}");
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig, RmsNorm, RmsNor
 use burn::prelude::*;
 use burn::tensor::activation::{silu, softmax};
 
-use crate::cache::{KvCache, attention_mask};
+use crate::cache::{CausalMask, KvCache};
 use crate::config::ModelConfig;
 use crate::rope::Rope;
 use crate::{Error, Result};
@@ -76,6 +76,9 @@ pub struct Decoder {
     pub lm_head: Option<Linear>,
     #[module(skip)]
     pub(crate) config: ModelConfig,
+    /// Queries per attention block ([`attend`]).
+    #[module(skip)]
+    pub(crate) query_block: usize,
 }
 
 impl ModelConfig {
@@ -116,6 +119,7 @@ impl ModelConfig {
             norm: norm(h),
             lm_head: (!self.tie_word_embeddings).then(|| linear(h, self.vocab_size, false)),
             config: self.clone(),
+            query_block: QUERY_BLOCK,
         }
     }
 }
@@ -212,6 +216,60 @@ impl Mlp {
     }
 }
 
+/// Queries per block of [`attend`]: a block's scores take `group × 256 × width` floats
+/// per key/value head, so a long prefill's transient memory grows linearly with length.
+pub const QUERY_BLOCK: usize = 256;
+
+/// Causal softmax attention computed `block` queries at a time, each block over only the
+/// keys some of its queries can see; every block is the exact softmax of its rows, so
+/// values and gradients equal those of one `[t, width]` score matrix. Backends' fused
+/// attention is not used: under autodiff Burn 0.22 runs it as that full matrix.
+///
+/// Training still keeps each block's probabilities for the backward pass (about half of
+/// one `[t, width]` matrix per head, thanks to causality).
+///
+/// # Shapes
+/// - `q`: `[batch, heads, t, hd]` (already scaled), `keys`/`values`:
+///   `[batch, kv_heads, width, hd]`
+/// - returns `[batch, heads, t, hd]`
+pub fn attend(
+    q: Tensor<4>,
+    keys: Tensor<4>,
+    values: Tensor<4>,
+    mask: &CausalMask,
+    block: usize,
+) -> Tensor<4> {
+    let [b, h, t, hd] = q.dims();
+    let kvh = keys.dims()[1];
+    let g = h / kvh;
+    let device = q.device();
+    // Each key/value head serves its group of query heads: fold the group into the query
+    // rows so keys are never repeated. One block (a decode step) needs no slicing.
+    if t <= block {
+        let s = keys.dims()[2];
+        let q = q.reshape([b, kvh, g * t, hd]);
+        let hidden = mask.block(0..t, s, &device).expand([b, kvh, g * t, s]);
+        let scores = q.matmul(keys.swap_dims(2, 3)).mask_fill(hidden, f32::NEG_INFINITY);
+        return softmax(scores, 3).matmul(values).reshape([b, h, t, hd]);
+    }
+    let q = q.reshape([b, kvh, g, t, hd]); // [b, kv_heads, group, t, hd]
+    let blocks: Vec<Tensor<5>> = (0..t)
+        .step_by(block.max(1))
+        .map(|start| {
+            let rows = start..(start + block).min(t);
+            let n = rows.len();
+            let s = mask.visible_keys(&rows);
+            let q = q.clone().slice([0..b, 0..kvh, 0..g, rows.clone(), 0..hd]).reshape([b, kvh, g * n, hd]);
+            let k = keys.clone().slice([0..b, 0..kvh, 0..s, 0..hd]);
+            let v = values.clone().slice([0..b, 0..kvh, 0..s, 0..hd]);
+            let scores = q.matmul(k.swap_dims(2, 3)); // [b, kv_heads, g * n, s]
+            let hidden = mask.block(rows, s, &device).expand([b, kvh, g * n, s]);
+            softmax(scores.mask_fill(hidden, f32::NEG_INFINITY), 3).matmul(v).reshape([b, kvh, g, n, hd])
+        })
+        .collect();
+    Tensor::cat(blocks, 3).reshape([b, h, t, hd])
+}
+
 impl Attention {
     /// Attends from `x` over its own rows' keys: the cached ones and its own.
     ///
@@ -225,21 +283,25 @@ impl Attention {
     /// # Shapes
     /// - `x`: `[batch, seq, hidden]`, or `[1, tokens, hidden]` when packed
     /// - `rope`: angles for `[batch, seq]`
-    /// - `mask`: `[batch, 1, group * seq, width]`, `true` = hidden (see
-    ///   [`attention_mask`]; `width` = `seq` without a cache)
+    /// - `mask`: `seq` queries per row over `width` keys (`width` = `seq` without a
+    ///   cache)
+    /// - `block`: queries per attention block ([`attend`])
     /// - returns the shape of `x`
     pub fn forward(
         &self,
         x: Tensor<3>,
         rope: &Rope,
-        mask: Tensor<4, Bool>,
+        mask: &CausalMask,
+        block: usize,
         cache: Option<(&mut KvCache, usize)>,
         packing: Option<&Packing>,
     ) -> Tensor<3> {
-        let [b, _, gt, _] = mask.dims();
         let (h, kvh, hd) = (self.heads, self.kv_heads, self.head_dim);
-        let g = h / kvh;
-        let t = gt / g;
+        let t = mask.queries();
+        let b = match packing {
+            Some(p) => p.batch,
+            None => x.dims()[0],
+        };
 
         // 1. Project (the real tokens only, when packed) and split heads: [b, t, heads, hd].
         let unpack = |y: Tensor<3>| match packing {
@@ -269,25 +331,15 @@ impl Attention {
         // 4. Keys and values to attend over: the cache's first `width` slots, this
         // call's keys written in, or just this call's keys. [b, kv_heads, s, hd].
         let (keys, values) = match cache {
-            Some((cache, layer)) => {
-                let width = mask.dims()[3];
-                cache.write_and_read(layer, k, v, width)
-            }
+            Some((cache, layer)) => cache.write_and_read(layer, k, v, mask.width()),
             None => (k, v),
         };
-        let s = keys.dims()[2];
 
-        // 5. Each key/value head serves its group of query heads: fold the group into
-        // the query rows, [b, kv_heads, group * t, hd], so keys are never repeated.
-        let q = q.reshape([b, kvh, g * t, hd]);
-
-        // 6. Masked softmax attention: [b, kv_heads, g * t, s] -> [b, kv_heads, g * t, hd].
-        let scores = q.matmul(keys.swap_dims(2, 3));
-        let scores = scores.mask_fill(mask.expand([b, kvh, g * t, s]), f32::NEG_INFINITY);
-        let out = softmax(scores, 3).matmul(values);
+        // 5-6. Masked softmax attention, a block of queries at a time.
+        let out = attend(q, keys, values, mask, block); // [b, heads, t, hd]
 
         // 7. Merge heads and project back: [b, t, hidden].
-        let out = out.reshape([b, h, t, hd]).swap_dims(1, 2).reshape([b, t, h * hd]);
+        let out = out.swap_dims(1, 2).reshape([b, t, h * hd]);
         let out = match packing {
             Some(p) => p.pack(out),
             None => out,
@@ -300,6 +352,18 @@ impl Decoder {
     /// The architecture.
     pub fn config(&self) -> &ModelConfig {
         &self.config
+    }
+
+    /// Sets the queries per attention block (default [`QUERY_BLOCK`]); any value gives
+    /// the same outputs, smaller ones less transient memory on long rows.
+    ///
+    /// # Panics
+    /// If `block` is 0.
+    #[must_use]
+    pub fn with_query_block(mut self, block: usize) -> Self {
+        assert!(block > 0, "query block must be positive");
+        self.query_block = block;
+        self
     }
 
     /// Next-token logits at every position of a right-padded batch.
@@ -328,7 +392,7 @@ impl Decoder {
 
     /// As [`Self::forward`], but stops before the LM head: the final-normed hidden
     /// states, `[batch, seq, hidden]`.
-    pub(crate) fn hidden(
+    pub fn hidden(
         &self,
         tokens: Tensor<2, Int>,
         lengths: &[usize],
@@ -367,7 +431,7 @@ impl Decoder {
         if let Some(cache) = cache.as_deref_mut() {
             cache.reserve(width, self.layers.len(), cfg.num_key_value_heads, cfg.head_dim, &device);
         }
-        let mask = attention_mask(&past, cfg.group_size(), t, width, &device); // [b, 1, g * t, width]
+        let mask = CausalMask::new(&past, cfg.group_size(), t, width).with_whole(self.query_block, &device);
 
         // 3. Embed: [b, t, hidden]; rows of different lengths keep only their real
         // tokens, [1, tokens, hidden], outside the attention.
@@ -382,7 +446,8 @@ impl Decoder {
             let attn = layer.self_attn.forward(
                 layer.input_layernorm.forward(x.clone()),
                 &rope,
-                mask.clone(),
+                &mask,
+                self.query_block,
                 cache.as_deref_mut().map(|c| (c, l)),
                 packing.as_ref(),
             );
@@ -405,7 +470,7 @@ impl Decoder {
     ///
     /// # Shapes
     /// - `x`: `[batch, seq, hidden]` -> `[batch, seq, vocab]`
-    pub(crate) fn lm_head(&self, x: Tensor<3>) -> Tensor<3> {
+    pub fn lm_head(&self, x: Tensor<3>) -> Tensor<3> {
         match &self.lm_head {
             Some(head) => linear(head, x),
             None => project(x, self.embed_tokens.weight.val().transpose(), None),

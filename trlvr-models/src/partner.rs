@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 
 use burn::prelude::*;
-use trlvr::model::{Feed, Partner, Policy, Session, token_log_probs};
+use trlvr::model::{Feed, LOG_PROB_CHUNK, Partner, Policy, Session, check_from, chunked_token_log_probs};
 use trlvr::token::{TokenBatch, TokenId};
 
 use crate::cache::KvCache;
@@ -82,6 +82,22 @@ impl Decoder {
         let rows: Vec<&[TokenId]> = batch.rows().iter().map(Vec::as_slice).collect();
         let (ids, lengths) = self.padded_ids(&rows, &self.weights_device())?;
         self.forward(ids, &lengths, None)
+    }
+
+    /// Log-probs of `batch` from position `from[r]` on, the LM head applied chunk by
+    /// chunk ([`chunked_token_log_probs`]), so the full logits never exist.
+    ///
+    /// # Shapes
+    /// - returns `[batch, width]`
+    fn chunked_log_probs(&self, batch: &TokenBatch, temperature: f32, from: &[usize]) -> Result<Tensor<2>> {
+        let rows: Vec<&[TokenId]> = batch.rows().iter().map(Vec::as_slice).collect();
+        let (ids, lengths) = self.padded_ids(&rows, &self.weights_device())?;
+        let hidden = self.hidden(ids, &lengths, None)?;
+        let head = |h: Tensor<2>| {
+            let [n, d] = h.dims();
+            self.lm_head(h.reshape([1, n, d])).reshape([n, self.config.vocab_size])
+        };
+        Ok(chunked_token_log_probs(hidden, head, batch, temperature, from, LOG_PROB_CHUNK))
     }
 
     fn weights_device(&self) -> Device {
@@ -160,7 +176,8 @@ impl Partner for Decoder {
     }
 
     fn score(&self, batch: &TokenBatch, temperature: f32) -> trlvr::Result<Tensor<2>> {
-        Ok(token_log_probs(self.batch_logits(batch)?, batch, temperature).detach())
+        let from = vec![0; batch.rows().len()];
+        Ok(self.chunked_log_probs(batch, temperature, &from)?.detach())
     }
 
     fn logits(&self, batch: &TokenBatch) -> trlvr::Result<Tensor<3>> {
@@ -170,6 +187,17 @@ impl Partner for Decoder {
 
 impl Policy for Decoder {
     fn log_probs(&self, batch: &TokenBatch, temperature: f32) -> trlvr::Result<Tensor<2>> {
-        Ok(token_log_probs(self.batch_logits(batch)?, batch, temperature))
+        let from = vec![0; batch.rows().len()];
+        Ok(self.chunked_log_probs(batch, temperature, &from)?)
+    }
+
+    fn log_probs_from(
+        &self,
+        batch: &TokenBatch,
+        temperature: f32,
+        from: &[usize],
+    ) -> trlvr::Result<Tensor<2>> {
+        check_from(batch, from)?;
+        Ok(self.chunked_log_probs(batch, temperature, from)?)
     }
 }

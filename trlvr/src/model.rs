@@ -163,6 +163,34 @@ pub trait Policy: Partner + Module {
     /// # Errors
     /// Model-specific.
     fn log_probs(&self, batch: &TokenBatch, temperature: f32) -> Result<Tensor<2>>;
+
+    /// As [`Policy::log_probs`], but positions before `from[r]` of row `r` are 0 too: a
+    /// trainer that only needs the response passes where it starts, and a model that
+    /// scores chunk by chunk skips the prompt. The default scores everything and masks.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if `from` does not have one entry per row; model-specific otherwise.
+    fn log_probs_from(&self, batch: &TokenBatch, temperature: f32, from: &[usize]) -> Result<Tensor<2>> {
+        check_from(batch, from)?;
+        let log_probs = self.log_probs(batch, temperature)?;
+        let [b, t] = log_probs.dims();
+        let device = log_probs.device();
+        let hidden: Vec<bool> = from.iter().flat_map(|&f| (0..t).map(move |p| p < f)).collect();
+        let hidden = Tensor::<2, Bool>::from_data(TensorData::new(hidden, [b, t]), &device);
+        Ok(log_probs.mask_fill(hidden, 0.0))
+    }
+}
+
+/// Checks that `from` has one entry per row of `batch`.
+///
+/// # Errors
+/// [`Error::Shape`] otherwise.
+pub fn check_from(batch: &TokenBatch, from: &[usize]) -> Result<()> {
+    if from.len() == batch.rows().len() {
+        Ok(())
+    } else {
+        Err(Error::Shape(format!("{} `from` positions for {} rows", from.len(), batch.rows().len())))
+    }
 }
 
 /// Log-probabilities `[b, t]` of `ids[:, t]` under `logits[:, t - 1, :] / temperature`;
@@ -181,4 +209,78 @@ pub fn token_log_probs(logits: Tensor<3>, batch: &TokenBatch, temperature: f32) 
     let scored = Tensor::cat(vec![Tensor::zeros([b, 1], &device), picked], 1);
     let pad = batch.attention(&device).tensor().clone().bool_not();
     scored.mask_fill(pad, 0.0)
+}
+
+/// Positions scored per chunk by [`chunked_token_log_probs`]: at the Qwen3 vocabulary a
+/// chunk's logits take `256 × 151,936 × 4` bytes ≈ 0.16 GB, whatever the batch; the
+/// backward pass briefly holds about three of them (see `benches/memory.rs`).
+pub const LOG_PROB_CHUNK: usize = 256;
+
+/// As [`token_log_probs`], but from the hidden states before the LM head, chunk by chunk,
+/// so that the full `[batch, width, vocab]` logits never exist; positions before
+/// `from[r]` in row `r` are skipped (left at 0), so a caller that only needs the response
+/// does not pay for the prompt.
+///
+/// Each chunk of up to `chunk` scored positions (across rows) is its own graph branch
+/// computing `logit[y] - logsumexp(logits)` with the max taken outside the graph: the
+/// chunk's logits are freed after its forward, and backward keeps only one
+/// `[chunk, vocab]` tensor per chunk (the `exp`, which its gradient needs) instead of
+/// the logits, their scaled copy and their log-softmax.
+///
+/// # Shapes
+/// - `hidden`: `[batch, width, hidden]`, position `t` predicting token `t + 1`
+/// - `head`: `[positions, hidden]` -> `[positions, vocab]`
+/// - returns `[batch, width]`
+///
+/// # Panics
+/// If `from` does not have one entry per row or `chunk` is 0.
+pub fn chunked_token_log_probs(
+    hidden: Tensor<3>,
+    head: impl Fn(Tensor<2>) -> Tensor<2>,
+    batch: &TokenBatch,
+    temperature: f32,
+    from: &[usize],
+    chunk: usize,
+) -> Tensor<2> {
+    let [b, t, d] = hidden.dims();
+    assert_eq!(from.len(), b, "one `from` per row");
+    assert!(chunk > 0, "chunk must be positive");
+    let device = hidden.device();
+    // 1. The scored slots `r * t + p` (1 <= p < len, p >= from) and their tokens.
+    let mut slots = Vec::new();
+    let mut targets = Vec::new();
+    for (r, row) in batch.rows().iter().enumerate() {
+        for (p, &token) in row.iter().enumerate().skip(from[r].max(1)) {
+            slots.push((r * t + p) as i64);
+            targets.push(i64::from(token));
+        }
+    }
+    let mut scored = Tensor::<1>::zeros([b * t], &device);
+    if slots.is_empty() {
+        return scored.reshape([b, t]);
+    }
+    let int = |v: &[i64]| Tensor::<1, Int>::from_data(TensorData::new(v.to_vec(), [v.len()]), &device);
+    // 2. Per chunk: the LM head on the predicting positions (`slot - 1`), then the
+    //    selected logit minus the log-sum-exp.
+    let hidden = hidden.reshape([b * t, d]);
+    let mut previous: Option<Tensor<2>> = None;
+    for (slots, targets) in slots.chunks(chunk).zip(targets.chunks(chunk)) {
+        let n = slots.len();
+        let before: Vec<i64> = slots.iter().map(|s| s - 1).collect();
+        let mut h = hidden.clone().select(0, int(&before)); // [n, hidden]
+        // Burn's backward runs the graph depth by depth, so side-by-side chunks would have
+        // their `[n, vocab]` gradients alive at once; a zero-valued link to the previous
+        // chunk puts each chunk deeper than the last, and backward takes them one by one.
+        if let Some(previous) = previous.take() {
+            h = h + previous.sum().reshape([1, 1]) * 0.0;
+        }
+        let logits = head(h) / temperature; // [n, vocab]
+        let max = logits.clone().detach().max_dim(1); // [n, 1]
+        let lse = (logits.clone() - max.clone()).exp().sum_dim(1).log() + max;
+        let picked = logits.gather(1, int(targets).reshape([n, 1])) - lse; // [n, 1]
+        previous = Some(picked.clone());
+        scored =
+            scored.select_assign(0, int(slots), picked.reshape([n]), burn::tensor::IndexingUpdateOp::Add);
+    }
+    scored.reshape([b, t])
 }

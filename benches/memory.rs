@@ -1,0 +1,133 @@
+//! Peak memory of one training micro-batch (forward + backward) against sequence length.
+//!
+//! A narrow Qwen3-shaped model (1 layer, hidden 64, 2 query heads sharing 1 key/value
+//! head) with the real Qwen3 vocabulary (151,936 tied), so the LM head and the attention
+//! dominate as they do at paper scale. One row of random tokens per length; the loss is
+//! the sum of the token log-probs. Two paths:
+//! - `chunked`: today's [`Policy::log_probs`] (LM head per chunk of positions, attention
+//!   in query blocks);
+//! - `full`: the previous path, full-vocabulary logits and their log-softmax at every
+//!   position and the attention as one block.
+//!
+//! Peak bytes come from a counting `#[global_allocator]` in this binary only (the flex
+//! CPU backend allocates through it): the high-water mark above what was live before the
+//! micro-batch, so the weights are not counted. One line per length, peak in MiB.
+//!
+//! `cargo bench --bench memory` runs both paths at 512, 1024, 2048 and 4096; the `full`
+//! path at 4096 needs ~7.5 GiB and is skipped unless `TRLVR_BENCH_FULL_4096=1`.
+//!
+//! Measured 2026-11-30 (flex, 2-core build machine), peak MiB:
+//!
+//! | length | chunked | full |
+//! |---:|---:|---:|
+//! | 512 | 713 | 937 |
+//! | 1024 | 1097 | 1850 |
+//! | 2048 | 1888 | 3715 |
+//! | 4096 | 3549 | 7601 |
+//!
+//! Both grow linearly here (the vocabulary term dominates this narrow model); what is
+//! left in `chunked` is about one `vocab`-wide float per scored position (each chunk's
+//! `logits - max`, which Burn keeps for the `exp` backward) plus half the attention
+//! matrix per head; dropping those needs a custom backward.
+#![allow(clippy::print_stdout, missing_docs)]
+// A global allocator is an `unsafe impl`; it only forwards to the system allocator.
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use burn::prelude::*;
+use trlvr::model::{Policy, token_log_probs};
+use trlvr::token::TokenBatch;
+use trlvr_models::ModelConfig;
+
+/// Counts live bytes and their high-water mark.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call forwards to `System` with the caller's layout; the counters do not
+// touch the memory.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged.
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded unchanged.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+            let live = LIVE.fetch_add(new_size, Ordering::Relaxed) + new_size;
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+fn narrow_qwen3() -> ModelConfig {
+    serde_json::from_str(
+        r#"{"model_type": "qwen3", "vocab_size": 151936, "hidden_size": 64,
+        "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 2,
+        "num_key_value_heads": 1, "head_dim": 32, "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0, "tie_word_embeddings": true,
+        "max_position_embeddings": 40960}"#,
+    )
+    .unwrap()
+}
+
+/// Peak MiB above the live bytes before `step` runs.
+fn peak_of(step: impl FnOnce()) -> f64 {
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    step();
+    (PEAK.load(Ordering::Relaxed) - base) as f64 / MIB
+}
+
+fn main() {
+    let device = Device::flex().autodiff();
+    let config = narrow_qwen3();
+    let full_4096 = std::env::var("TRLVR_BENCH_FULL_4096").is_ok_and(|v| v == "1");
+    println!("| length | chunked peak MiB | full peak MiB |");
+    println!("|---:|---:|---:|");
+    for length in [512usize, 1024, 2048, 4096] {
+        let tokens: Vec<u32> = (0..length).map(|i| ((i * 7919 + 13) % config.vocab_size) as u32).collect();
+        let batch = TokenBatch::new(vec![tokens], 0).unwrap();
+        let model = config.init(&device);
+        let chunked = peak_of(|| {
+            let grads = model.log_probs(&batch, 1.0).unwrap().sum().backward();
+            drop(grads);
+        });
+        let full = if length < 4096 || full_4096 {
+            let model = model.clone().with_query_block(length);
+            let ids = batch.ids(&device);
+            let peak = peak_of(|| {
+                let logits = model.forward(ids, &batch.lengths(), None).unwrap();
+                let grads = token_log_probs(logits, &batch, 1.0).sum().backward();
+                drop(grads);
+            });
+            format!("{peak:.0}")
+        } else {
+            "skipped".into()
+        };
+        println!("| {length} | {chunked:.0} | {full} |");
+    }
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Peak-memory plan of one training micro-batch and of rollouts (docs/memory.md).
+
+Prints the tables of docs/memory.md: the formula's prediction for the CPU memory bench
+(benches/memory.rs) and, for Qwen3-0.6B/1.7B/4B at the paper's settings, the largest
+micro-batch that fits one 141 GB GPU. All in f32, as trlvr trains today.
+"""
+
+GIB = 1024**3
+MIB = 1024**2
+V = 151_936
+CHUNK = 256          # trlvr::model::LOG_PROB_CHUNK
+KEPT_PER_VOCAB = 5.4  # bytes kept per scored position per vocab entry (measured; 4 in theory)
+TRANSIENT_CHUNKS = 1.5  # chunk-sized [CHUNK, V] f32 tensors alive during one chunk's backward (fitted)
+
+
+def shapes(d, layers, heads, kv, hd, inter, vocab=V, tied=True):
+    per_layer = d * heads * hd + 2 * d * kv * hd + heads * hd * d + 3 * d * inter + 2 * d + 2 * hd
+    params = layers * per_layer + vocab * d * (1 if tied else 2) + d
+    return dict(d=d, L=layers, h=heads, kv=kv, hd=hd, I=inter, V=vocab, P=params)
+
+
+MODELS = {
+    "Qwen3-0.6B": shapes(1024, 28, 16, 8, 128, 3072),
+    "Qwen3-1.7B": shapes(2048, 28, 16, 8, 128, 6144),
+    "Qwen3-4B": shapes(2560, 36, 32, 8, 128, 9728),
+}
+NARROW = shapes(64, 1, 2, 1, 32, 128)
+
+
+def act_per_token(m):
+    """Bytes one layer keeps per token for backward (f32): norms, q/k/v, rope, MLP."""
+    return 4 * (6 * m["d"] + 3 * m["h"] * m["hd"] + 4 * m["kv"] * m["hd"] + 4 * m["I"])
+
+
+def micro_batch(m, rows, length, scored, checkpoint=False):
+    """Peak bytes of forward + backward of `rows` rows (weights and optimizer excluded)."""
+    attn_layer = 2.5 * m["h"] * length**2          # kept softmax (4 B) + mask (1 B), causal half
+    act_layer = act_per_token(m) * length
+    if checkpoint:   # keep each layer's input; recompute one layer at a time
+        body = rows * (m["L"] * 4 * m["d"] * length + act_layer + attn_layer)
+    else:
+        body = rows * m["L"] * (act_layer + attn_layer)
+    logits = rows * scored * KEPT_PER_VOCAB * m["V"] + TRANSIENT_CHUNKS * CHUNK * m["V"] * 4
+    grads = 4 * m["P"]
+    return body + logits + grads
+
+
+def state(m):
+    """Weights, AdamW m and v (f32); gradients are counted in micro_batch."""
+    return 12 * m["P"]
+
+
+def kv_cache(m, rows, length, bytes_=4):
+    return 2 * m["L"] * m["kv"] * m["hd"] * bytes_ * length * rows
+
+
+def main():
+    print("## Prediction vs the CPU bench (narrow model, one row, all positions scored)\n")
+    print("| length | predicted MiB | measured MiB |")
+    print("|---:|---:|---:|")
+    measured = {512: 713, 1024: 1097, 2048: 1888, 4096: 3549}
+    for t, got in measured.items():
+        p = micro_batch(NARROW, 1, t, t - 1)
+        print(f"| {t} | {p / MIB:.0f} | {got} |")
+
+    gpu = 141e9
+    t, scored, rollouts = 3300, 3300, 128  # the trainer scores every position today
+    print("\n## Qwen3 at the paper's settings (rows of 3,300 tokens, all scored; 141 GB GPU)\n")
+    print("| model | params | weights+Adam GB | per row GB (no ckpt) | per row GB (ckpt) "
+          "| largest micro-batch (no ckpt) | (ckpt) | KV cache 128 rows f32 GB | bf16 GB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, m in MODELS.items():
+        fixed = state(m)
+        row = micro_batch(m, 1, t, scored) - micro_batch(m, 0, t, scored)
+        row_ck = micro_batch(m, 1, t, scored, True) - micro_batch(m, 0, t, scored, True)
+        base = fixed + micro_batch(m, 0, t, scored)
+        fit = max(0, int((gpu - base) // row))
+        fit_ck = max(0, int((gpu - base) // row_ck))
+        kv = kv_cache(m, rollouts, t)
+        print(f"| {name} | {m['P'] / 1e9:.2f}B | {fixed / 1e9:.1f} | {row / 1e9:.1f} | {row_ck / 1e9:.1f} "
+              f"| {fit} | {fit_ck} | {kv / 1e9:.0f} | {kv / 2e9:.0f} |")
+
+    print("\n## Rollouts, self-paired (junior = frozen copy, f32), rows of 3,300 tokens\n")
+    print("| model | rows that fit, junior on the same GPU | junior on a second GPU |")
+    print("|---|---:|---:|")
+    for name, m in MODELS.items():
+        per_row = kv_cache(m, 1, t)
+        same = int((gpu - state(m) - 4 * m["P"]) // (2 * per_row))
+        own = int((gpu - state(m)) // per_row)
+        print(f"| {name} | {same} | {own} |")
+
+
+if __name__ == "__main__":
+    main()
