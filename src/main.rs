@@ -1,5 +1,6 @@
 //! `trlvr`: the command-line front end.
 
+mod eval;
 mod generate;
 mod handoff;
 mod input;
@@ -40,6 +41,8 @@ enum Command {
     Train(train::Args),
     /// Check answers against references with the math verifier.
     Verify(verify::Args),
+    /// Solo and handoff pass@k, communication tax, legibility and drift of a senior/junior pair.
+    Eval(eval::Args),
     /// List the objectives, schedules and partners available, loading plugin libraries.
     Plugins(plugins::Args),
 }
@@ -53,5 +56,6 @@ fn main() -> Result<()> {
         Command::Score(args) => score::run(&args),
         Command::Verify(args) => verify::run(&args),
         Command::Train(args) => train::run(&args),
+        Command::Eval(args) => eval::run(&args),
     }
 }

@@ -231,3 +231,147 @@ fn tandem_refuses_partners_with_other_vocabularies() {
     assert_ne!(code, 0);
     assert!(err.contains("different tokenizers") && err.contains(junior), "{err}");
 }
+
+/// A scratch folder for one test.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("trlvr-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn read_json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn eval_writes_every_figure_resumes_and_regrades() {
+    let model = smollm2();
+    let dir = scratch("eval");
+    let data = dir.join("easy.jsonl");
+    std::fs::write(
+        &data,
+        [
+            r#"{"question": "What is 2 + 3?", "answer": "2 + 3 = 5\n#### 5"}"#,
+            "{\"question\": \"Tom has 4 apples and eats 1. How many are left?\", \"answer\": \"#### 3\"}",
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let (data, out) = (data.to_str().unwrap(), out.to_str().unwrap());
+    let args =
+        ["eval", "--senior", &model, "--data", data, "--n", "2", "--max-new-tokens", "24", "--out", out];
+    let (code, _, err) = trlvr(&args, "");
+    assert_eq!(code, 0, "{err}");
+    let report = read_json(&std::path::Path::new(out).join("eval.json"));
+    let figures = &report["sets"][0]["figures"];
+    assert_eq!(report["sets"][0]["name"], "easy");
+    assert_eq!(report["datasets"][0]["layout"], "gsm8k", "the layout is read from the fields");
+    assert_eq!(report["config"]["ks"], serde_json::json!([1, 2]), "default k up to n");
+    for mode in ["solo", "handoff"] {
+        let k1 = &figures[mode][0];
+        let (v, lo, hi) =
+            (k1["value"].as_f64().unwrap(), k1["low"].as_f64().unwrap(), k1["high"].as_f64().unwrap());
+        assert!((0.0..=100.0).contains(&v) && lo <= v && v <= hi, "{k1}");
+    }
+    // Self-paired: the same streams and the same model write the same chains.
+    assert_eq!(figures["tax"]["points"]["value"], 0.0);
+    assert_eq!(figures["drift"]["kl_exact"]["value"], 0.0);
+    let ce = figures["legibility"]["junior_ce"]["value"].as_f64().unwrap();
+    assert!(ce > 0.0 && ce < 5.0, "{ce}");
+    assert_eq!(report["models"]["senior"]["vocab_size"], 49152);
+    assert!(report["throughput"]["solo_tokens"].as_u64().unwrap() > 0);
+    let md = std::fs::read_to_string(std::path::Path::new(out).join("eval.md")).unwrap();
+    assert!(md.contains("| easy | 2 |") && md.contains("| macro |") && md.contains("tokens/s"), "{md}");
+    let samples_path = std::path::Path::new(out).join("samples.jsonl");
+    let samples = std::fs::read_to_string(&samples_path).unwrap();
+    assert_eq!(samples.lines().count(), 1 + 2 * 2, "settings, then 2 problems x 2 modes");
+
+    // Run again: nothing is sampled, the figures are the same.
+    let (code, _, err) = trlvr(&args, "");
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("resuming") && err.contains("(0 tokens sampled"), "{err}");
+    let again = read_json(&std::path::Path::new(out).join("eval.json"));
+    assert_eq!(again["sets"], report["sets"]);
+    // Re-grade with another extraction, without sampling.
+    let mut boxed = args.to_vec();
+    boxed.extend(["--grading", "boxed"]);
+    let (code, _, err) = trlvr(&boxed, "");
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("(0 tokens sampled"), "{err}");
+    assert_eq!(read_json(&std::path::Path::new(out).join("eval.json"))["grading"], "boxed");
+
+    // A bad dataset is refused before anything runs, naming file and line; nothing is lost.
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, "{\"question\": \"1+1?\", \"answer\": \"#### 2\"}\n{\"question\": \"2+2?\"}\n")
+        .unwrap();
+    let both = format!("{data},{}", bad.display());
+    let mut with_bad = args.to_vec();
+    with_bad[4] = &both;
+    let (code, _, err) = trlvr(&with_bad, "");
+    assert_ne!(code, 0);
+    assert!(err.contains("bad.jsonl") && err.contains("line 2") && err.contains("answer"), "{err}");
+    assert_eq!(std::fs::read_to_string(&samples_path).unwrap(), samples);
+    // Other settings do not mix with the samples already drawn.
+    let mut other_n = args.to_vec();
+    other_n[6] = "4";
+    let (code, _, err) = trlvr(&other_n, "");
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("samples.jsonl") && err.contains("other settings") && err.contains("n: 2 -> 4"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&samples_path).unwrap(), samples);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn eval_refuses_unknown_layouts_and_other_vocabularies() {
+    let dir = scratch("eval-bad");
+    let odd = dir.join("odd.jsonl");
+    std::fs::write(&odd, "{\"prompt\": \"1+1?\", \"gold\": \"2\"}\n").unwrap();
+    let odd = odd.to_str().unwrap();
+    let (code, _, err) = trlvr(&["eval", "--senior", "/nonexistent", "--data", odd], "");
+    assert_ne!(code, 0);
+    assert!(err.contains("odd.jsonl, line 1") && err.contains("unknown dataset layout"), "{err}");
+    let named = format!("{odd}:alpaca");
+    let (code, _, err) = trlvr(&["eval", "--senior", "/nonexistent", "--data", &named], "");
+    assert_ne!(code, 0);
+    assert!(err.contains("odd.jsonl") && err.contains("unknown dataset layout `alpaca`"), "{err}");
+    let (code, _, err) = trlvr(&["eval", "--senior", "/nonexistent", "--data", "no-such-set"], "");
+    assert_ne!(code, 0);
+    assert!(err.contains("no-such-set"), "{err}");
+    // A junior with another vocabulary (a tiny Qwen3 checkpoint) against SmolLM2.
+    let root = env!("CARGO_MANIFEST_DIR");
+    let junior = dir.join("qwen3");
+    std::fs::create_dir_all(&junior).unwrap();
+    for file in ["config.json", "model.safetensors"] {
+        std::fs::copy(
+            format!("{root}/trlvr-models/tests/fixtures/qwen3-tiny-tied/{file}"),
+            junior.join(file),
+        )
+        .unwrap();
+    }
+    std::fs::copy(format!("{root}/assets/qwen3-tokenizer/tokenizer.json"), junior.join("tokenizer.json"))
+        .unwrap();
+    let junior = junior.to_str().unwrap();
+    let out = dir.join("out");
+    let args = [
+        "eval",
+        "--senior",
+        &smollm2(),
+        "--junior",
+        junior,
+        "--data",
+        "gsm8k-test",
+        "--limit",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let (code, _, err) = trlvr(&args, "");
+    assert_ne!(code, 0);
+    assert!(err.contains("different vocabularies") && err.contains(junior), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -162,6 +162,10 @@ impl Partner for Decoder {
     fn score(&self, batch: &TokenBatch, temperature: f32) -> trlvr::Result<Tensor<2>> {
         Ok(token_log_probs(self.batch_logits(batch)?, batch, temperature).detach())
     }
+
+    fn logits(&self, batch: &TokenBatch) -> trlvr::Result<Tensor<3>> {
+        Ok(self.batch_logits(batch)?.detach())
+    }
 }
 
 impl Policy for Decoder {

@@ -110,6 +110,10 @@ impl Partner for BigramLm {
     fn score(&self, batch: &TokenBatch, temperature: f32) -> Result<Tensor<2>> {
         Ok(token_log_probs(self.logits(batch)?, batch, temperature).detach())
     }
+
+    fn logits(&self, batch: &TokenBatch) -> Result<Tensor<3>> {
+        Ok(BigramLm::logits(self, batch)?.detach())
+    }
 }
 
 impl Policy for BigramLm {

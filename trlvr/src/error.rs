@@ -35,6 +35,9 @@ pub enum Error {
     /// The requested backend was not compiled in, or the device string is unknown.
     #[error("device: {0}")]
     Device(String),
+    /// The model or backend does not offer what was asked of it.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
     /// A plugin could not be loaded, or a name is unknown or taken.
     #[error("plugin: {0}")]
     Plugin(String),

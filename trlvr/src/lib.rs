@@ -25,6 +25,7 @@
 //! | group advantages | [`advantage`] |
 //! | attention / response / ownership masks, the loss mask | [`mask`] |
 //! | datasets of problems (JSONL; GSM8K, MATH, DeepScaleR layouts) | [`data`] |
+//! | evaluation: solo/handoff pass@k, communication tax, legibility, drift | [`eval`] |
 //! | word boundaries, paragraph ends, EOS ids | [`vocab`] |
 //! | a bigram test model | [`bigram`] |
 //! | devices by name (`flex`, `cuda:0`, `tch`) | [`device`] |
@@ -74,6 +75,7 @@ pub mod bigram;
 pub mod data;
 pub mod device;
 mod error;
+pub mod eval;
 pub mod mask;
 pub mod model;
 pub mod objective;

@@ -125,6 +125,20 @@ pub trait Partner: Send + Sync {
     /// # Errors
     /// Model-specific.
     fn score(&self, batch: &TokenBatch, temperature: f32) -> Result<Tensor<2>>;
+
+    /// Raw next-token logits at every position of `batch` (teacher forcing, no
+    /// gradient): `[batch, width, vocab]`, position `t` predicting token `t + 1`; padded
+    /// positions hold anything. Evaluation needs the whole distribution (the exact KL
+    /// between senior and junior, the junior's top-1 guess); a model that cannot give it
+    /// keeps this default. Callers bound the memory (`batch × width × vocab` floats) by
+    /// sending few rows at a time.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] by default; model-specific otherwise.
+    fn logits(&self, batch: &TokenBatch) -> Result<Tensor<3>> {
+        let _ = batch;
+        Err(Error::Unsupported("this model does not give full-vocabulary logits".into()))
+    }
 }
 
 /// A [`Partner`] that is also a trainable Burn module: the senior.

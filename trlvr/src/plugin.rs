@@ -402,4 +402,7 @@ impl Partner for Plugged<dyn Partner> {
     fn score(&self, batch: &TokenBatch, temperature: f32) -> Result<burn::prelude::Tensor<2>> {
         self.inner.score(batch, temperature)
     }
+    fn logits(&self, batch: &TokenBatch) -> Result<burn::prelude::Tensor<3>> {
+        self.inner.logits(batch)
+    }
 }

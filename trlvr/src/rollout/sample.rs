@@ -1,6 +1,11 @@
 //! Sampling a token from a row of logits: temperature, then top-k, then top-p; on the
 //! host ([`Sampling::sample`]) or where the logits live ([`Sampling::sample_rows`]), by
 //! the same inverse-CDF rule with the same uniform.
+//!
+//! Top-p after top-k measures the nucleus against the mass of the top-k set, as Hugging
+//! Face's `TopKLogitsWarper` + `TopPLogitsWarper` and vLLM's sampler do (the top-p step
+//! renormalises what top-k kept); `trlvr/tests/sampling_reference.rs` checks the kept
+//! sets against transformers on fixed logits.
 
 use burn::prelude::*;
 use burn::tensor::activation::log_softmax;
@@ -118,7 +123,7 @@ impl Sampling {
         let chosen = if self.top_k == 0 && self.top_p >= 1.0 {
             draw(&mut (0..weights.len()), total)
         } else {
-            let candidates = self.truncate(&weights, total);
+            let candidates = self.truncate(&weights);
             let mass: f64 = candidates.iter().map(|&i| f64::from(weights[i])).sum();
             draw(&mut candidates.into_iter(), mass)
         };
@@ -173,8 +178,45 @@ impl Sampling {
         Ok(ids.into_iter().zip(lps).map(|(id, lp)| (id as TokenId, lp)).collect())
     }
 
-    /// Candidate ids after top-k and top-p, most likely first.
-    fn truncate(&self, weights: &[f32], total: f64) -> Vec<usize> {
+    /// The ids a draw from `logits` can return, most likely first (ties: lower id
+    /// first): all ids when greedy is off and nothing truncates, the argmax when greedy.
+    ///
+    /// ```
+    /// use trlvr::rollout::Sampling;
+    ///
+    /// // At T = 1 the probabilities are about [0.64, 0.24, 0.09, 0.03]. Top-k 3 keeps the
+    /// // first three; renormalised over them they are [0.665, 0.245, 0.090], so top-p 0.9
+    /// // is reached by the first two (against the whole vocabulary it would take three).
+    /// let s = Sampling { temperature: 1.0, top_p: 0.9, top_k: 3 };
+    /// assert_eq!(s.candidates(&[3.0, 2.0, 1.0, 0.0])?, vec![0, 1]);
+    /// # Ok::<(), trlvr::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] if the logits hold NaN or no finite value.
+    pub fn candidates(&self, logits: &[f32]) -> Result<Vec<TokenId>> {
+        if logits.iter().any(|x| x.is_nan()) {
+            return Err(Error::NonFinite("NaN in logits".into()));
+        }
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        if !max.is_finite() {
+            return Err(Error::NonFinite("no finite logit".into()));
+        }
+        if self.temperature == 0.0 {
+            let id = logits.iter().position(|&x| x == max).expect("max is one of the logits");
+            return Ok(vec![id as TokenId]);
+        }
+        let weights: Vec<f32> = logits.iter().map(|&x| ((x - max) / self.temperature).exp()).collect();
+        let mut ids = self.truncate(&weights);
+        if self.top_k == 0 && self.top_p >= 1.0 {
+            ids.retain(|&i| weights[i] > 0.0);
+        }
+        Ok(ids.into_iter().map(|i| i as TokenId).collect())
+    }
+
+    /// Candidate ids after top-k and top-p, most likely first. Top-p is measured against
+    /// the mass of what top-k kept (renormalised), as transformers and vLLM do.
+    fn truncate(&self, weights: &[f32]) -> Vec<usize> {
         let mut ids: Vec<usize> = (0..weights.len()).collect();
         let by_weight = |a: &usize, b: &usize| weights[*b].total_cmp(&weights[*a]).then(a.cmp(b));
         if self.top_k > 0 && self.top_k < ids.len() {
@@ -183,11 +225,12 @@ impl Sampling {
         }
         ids.sort_unstable_by(by_weight);
         if self.top_p < 1.0 {
+            let kept: f64 = ids.iter().map(|&i| f64::from(weights[i])).sum();
             let mut acc = 0.0;
             let keep = ids
                 .iter()
                 .position(|&i| {
-                    acc += f64::from(weights[i]) / total;
+                    acc += f64::from(weights[i]) / kept;
                     acc >= f64::from(self.top_p)
                 })
                 .map_or(ids.len(), |p| p + 1);

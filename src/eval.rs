@@ -1,0 +1,409 @@
+//! `trlvr eval`: solo and handoff pass@k, the communication tax, legibility and drift of a
+//! senior/junior pair on math datasets (the measurements live in `trlvr::eval`).
+//!
+//! Writes into `--out`: `samples.jsonl` (every sample, per problem, appended as batches
+//! finish: a rerun resumes, a finished run is re-graded without sampling), `eval.json`
+//! (every figure with its interval, per dataset and macro, settings, seeds, models) and
+//! `eval.md` (the tables).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{Value, json};
+use trlvr::data::{DEFAULT_TEMPLATE, DataSpec, Dataset, Layout, ReferenceFormat, user_message};
+use trlvr::device::parse_device;
+use trlvr::eval::{EvalConfig, EvalProblem, EvalProgress, EvalSet, Evaluation, Mode, Phase, SampleStore};
+use trlvr::prelude::*;
+use trlvr_verifiers::extract::boxed;
+use trlvr_verifiers::{Extraction, MathVerifier};
+
+use crate::model::Loaded;
+
+/// Arguments of `trlvr eval`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The senior: a Hugging Face model directory or a .gguf file.
+    #[arg(long)]
+    senior: PathBuf,
+    /// The junior (default: the senior again, self-paired); same tokenizer.
+    #[arg(long)]
+    junior: Option<PathBuf>,
+    /// Datasets, comma-separated: a JSONL file, optionally with its layout
+    /// (`file.jsonl:gsm8k|math|deepscaler`; otherwise read from its fields), or a shipped
+    /// set by name (`gsm8k-test`, `math500-test`).
+    #[arg(long, value_delimiter = ',', required = true)]
+    data: Vec<String>,
+    /// Samples per problem, in each mode.
+    #[arg(long, default_value_t = 8)]
+    n: usize,
+    /// The k of pass@k, comma-separated (default: 1, 2, 4, 8 up to n).
+    #[arg(long, value_delimiter = ',')]
+    k: Option<Vec<usize>>,
+    /// Evaluate the first N problems of each dataset.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Output folder (samples, eval.json, eval.md).
+    #[arg(long, default_value = "eval-out")]
+    out: PathBuf,
+    /// Response cap in tokens, one budget shared by senior and junior.
+    #[arg(long, default_value_t = 3000)]
+    max_new_tokens: usize,
+    /// Paragraph turns before a handoff chain stops.
+    #[arg(long, default_value_t = 150)]
+    max_rounds: usize,
+    /// Problems per engine call (rows = problems × n).
+    #[arg(long, default_value_t = 8)]
+    batch: usize,
+    /// Sampling temperature (default 0.7).
+    #[arg(long)]
+    temperature: Option<f32>,
+    /// Nucleus mass (default 0.8).
+    #[arg(long)]
+    top_p: Option<f32>,
+    /// Most likely tokens kept (default 20; 0 = off).
+    #[arg(long)]
+    top_k: Option<usize>,
+    /// Seed of every sampling stream.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// How answers are found: `lenient` (the verifier's full extraction: `\boxed{}`, "the
+    /// answer is", GSM8K's `####` and last number) or `boxed` (a `\boxed{}` is required).
+    #[arg(long, value_enum, default_value = "lenient")]
+    grading: Grading,
+    /// Bootstrap resamples for the intervals.
+    #[arg(long, default_value_t = 1000)]
+    bootstrap: usize,
+    /// flex, cuda[:N], tch, tch-cuda[:N].
+    #[arg(long, default_value = "flex")]
+    device: String,
+}
+
+/// How answers are extracted from responses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Grading {
+    /// The verifier's whole extraction chain.
+    Lenient,
+    /// Only a `\boxed{}` answer counts (method.md §1).
+    Boxed,
+}
+
+fn grading_name(grading: Grading) -> &'static str {
+    match grading {
+        Grading::Lenient => "lenient",
+        Grading::Boxed => "boxed",
+    }
+}
+
+/// A dataset as the user named it, resolved.
+struct Resolved {
+    spec: DataSpec,
+    data: Dataset,
+}
+
+/// Runs the command.
+pub fn run(args: &Args) -> Result<()> {
+    let wall = Instant::now();
+    // 1. Everything that can be wrong with the input, before any sampling.
+    let datasets = args.data.iter().map(|d| resolve(d, args.limit)).collect::<Result<Vec<_>>>()?;
+    let device = parse_device(&args.device)?;
+    let senior = Loaded::from_path(&args.senior, &device)?;
+    let junior = match &args.junior {
+        Some(path) => Some(Loaded::from_path(path, &device)?),
+        None => None,
+    };
+    if let Some(junior) = &junior
+        && (junior.tokenizer.get_vocab(true) != senior.tokenizer.get_vocab(true)
+            || junior.config.vocab_size != senior.config.vocab_size)
+    {
+        bail!(
+            "{} and {} have different vocabularies ({} and {} ids); senior and junior must share one",
+            args.senior.display(),
+            args.junior.as_ref().expect("junior given").display(),
+            senior.config.vocab_size,
+            junior.config.vocab_size
+        );
+    }
+    let junior_model = junior.as_ref().map_or(&senior.decoder, |j| &j.decoder);
+    let classes = TokenClasses::from_tokenizer(&senior.tokenizer, &senior.eos)?;
+    let mut sets = Vec::with_capacity(datasets.len());
+    for d in &datasets {
+        let problems = d
+            .data
+            .problems
+            .iter()
+            .map(|p| {
+                let prompt = senior.prompt(&user_message(DEFAULT_TEMPLATE, &p.question), false)?;
+                Ok(EvalProblem { id: p.line, prompt, reference: p.reference.clone() })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        sets.push(EvalSet::new(d.data.name(), problems, verifier(d.data.format, args.grading)));
+    }
+    let ks = match &args.k {
+        Some(ks) => ks.clone(),
+        None => [1, 2, 4, 8].into_iter().filter(|&k| k <= args.n).collect(),
+    };
+    let evaluation = EvalConfig::default();
+    let config = EvalConfig {
+        n: args.n,
+        ks,
+        sampling: Sampling {
+            temperature: args.temperature.unwrap_or(evaluation.sampling.temperature),
+            top_p: args.top_p.unwrap_or(evaluation.sampling.top_p),
+            top_k: args.top_k.unwrap_or(evaluation.sampling.top_k),
+        },
+        max_new_tokens: args.max_new_tokens,
+        max_rounds: args.max_rounds,
+        seed: args.seed,
+        batch_problems: args.batch,
+        bootstrap: args.bootstrap,
+        ..evaluation
+    };
+    let detokenize = |ids: &[TokenId]| senior.decode(ids).unwrap_or_default();
+    let eval = Evaluation::new(&senior.decoder, junior_model, &classes, config, &detokenize)?;
+
+    // 2. The samples: those in the output folder, then the missing ones.
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let senior_id = identity(&args.senior, &senior)?;
+    let junior_id = match (&args.junior, &junior) {
+        (Some(path), Some(j)) => identity(path, j)?,
+        _ => senior_id.clone(),
+    };
+    let mut settings = eval.sample_settings();
+    settings["senior"] = senior_id.clone();
+    settings["junior"] = junior_id.clone();
+    settings["template"] = json!(DEFAULT_TEMPLATE);
+    let samples_path = args.out.join("samples.jsonl");
+    let mut store = SampleStore::open(&samples_path, &settings)?;
+    if !store.is_empty() {
+        eprintln!("{}: {} problem samples already drawn; resuming", samples_path.display(), store.len());
+    }
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} problem-modes, {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let throughput = eval.sample(&sets, &mut store, &mut |p| show(&bar, p))?;
+    bar.set_message("grading, legibility and drift");
+    let report = eval.measure(&sets, &store, throughput)?;
+    bar.finish_and_clear();
+
+    // 3. eval.json and eval.md.
+    let wall_seconds = wall.elapsed().as_secs_f64();
+    let mut out = serde_json::to_value(&report)?;
+    out["grading"] = json!(grading_name(args.grading));
+    out["models"] = json!({ "senior": senior_id, "junior": junior_id, "self_paired": args.junior.is_none() });
+    out["datasets"] = datasets
+        .iter()
+        .map(|d| json!({ "name": d.data.name(), "path": d.spec.path, "layout": d.spec.layout, "problems": d.data.problems.len(), "limit": args.limit }))
+        .collect();
+    out["template"] = json!(DEFAULT_TEMPLATE);
+    out["samples"] = json!(samples_path);
+    out["wall_seconds"] = json!(wall_seconds);
+    out["units"] = json!({
+        "pass_at_k": "percent", "tax.points": "percentage points", "tax.ratio": "handoff / solo",
+        "junior_ce, kl_*, junior_nll*": "nats per token", "junior_top1": "percent"
+    });
+    let json_path = args.out.join("eval.json");
+    std::fs::write(&json_path, serde_json::to_string_pretty(&out)? + "\n")
+        .with_context(|| format!("writing {}", json_path.display()))?;
+    let header = vec![
+        format!("senior: `{}`", args.senior.display()),
+        format!(
+            "junior: `{}`{}",
+            args.junior.as_ref().unwrap_or(&args.senior).display(),
+            if args.junior.is_none() { " (self-paired)" } else { "" }
+        ),
+        format!("grading: {}; seed {}; wall time {wall_seconds:.1} s", grading_name(args.grading), args.seed),
+    ];
+    let md = report.to_markdown(&header);
+    let md_path = args.out.join("eval.md");
+    std::fs::write(&md_path, &md).with_context(|| format!("writing {}", md_path.display()))?;
+    eprintln!("{md}");
+    eprintln!(
+        "wrote {}, {} and {} in {wall_seconds:.1} s ({} tokens sampled at {:.1} tokens/s)",
+        json_path.display(),
+        md_path.display(),
+        samples_path.display(),
+        report.throughput.tokens(),
+        report.throughput.tokens_per_second()
+    );
+    Ok(())
+}
+
+fn show(bar: &ProgressBar, p: EvalProgress) {
+    // Without a terminal (logs, CI) the bar is hidden: one line per finished batch.
+    if bar.is_hidden() && p.batch.is_none() && p.done > bar.position() as usize {
+        eprintln!(
+            "{}/{} problem-modes sampled, {} tokens at {:.1} tok/s",
+            p.done,
+            p.total,
+            p.tokens,
+            p.tokens as f64 / p.seconds.max(1e-9)
+        );
+    }
+    bar.set_length(p.total as u64);
+    bar.set_position(p.done as u64);
+    match p.phase {
+        Phase::Sampling(mode) => {
+            let mode = if mode == Mode::Solo { "solo" } else { "handoff" };
+            let rate = p.tokens as f64 / p.seconds.max(1e-9);
+            let rows =
+                p.batch.map_or(String::new(), |b| format!(", batch: {}/{} rows writing", b.live, b.rows));
+            bar.set_message(format!("{mode}{rows}, {} tokens at {rate:.1} tok/s", p.tokens));
+        }
+        _ => bar.set_message("grading, legibility and drift"),
+    }
+}
+
+/// The verifier for a dataset whose references are written as `format`.
+fn verifier(format: ReferenceFormat, grading: Grading) -> Box<dyn Verifier> {
+    let reference = match format {
+        ReferenceFormat::Hashes => Extraction::Gsm8k,
+        ReferenceFormat::Boxed => Extraction::Math,
+        ReferenceFormat::Bare => Extraction::Bare,
+    };
+    match grading {
+        Grading::Lenient => {
+            let response =
+                if format == ReferenceFormat::Hashes { Extraction::Gsm8k } else { Extraction::Math };
+            Box::new(MathVerifier::new(response).with_reference_extraction(reference))
+        }
+        Grading::Boxed => {
+            Box::new(BoxedOnly(MathVerifier::new(Extraction::Math).with_reference_extraction(reference)))
+        }
+    }
+}
+
+/// Only responses with a `\boxed{}` answer can be correct.
+struct BoxedOnly(MathVerifier);
+
+impl Verifier for BoxedOnly {
+    fn verify(&self, response: &str, reference: &str) -> Reward {
+        match boxed(response) {
+            Some(answer) => self.0.verify(&format!("\\boxed{{{answer}}}"), reference),
+            None => Reward { value: 0.0, correct: false, reason: "no boxed answer".into() },
+        }
+    }
+}
+
+/// The datasets shipped in `assets/math`, by name.
+const SHIPPED: [(&str, Layout); 2] = [("gsm8k-test", Layout::Gsm8k), ("math500-test", Layout::Math)];
+
+/// Resolves a `--data` entry and reads the dataset.
+fn resolve(entry: &str, limit: Option<usize>) -> Result<Resolved> {
+    let (name, layout) = match entry.rsplit_once(':') {
+        Some((path, layout)) if !layout.contains('/') && !path.is_empty() => {
+            (path, Some(parse_layout(layout, path)?))
+        }
+        _ => (entry, None),
+    };
+    let shipped = SHIPPED.iter().find(|(n, _)| *n == name);
+    let path = if Path::new(name).is_file() {
+        PathBuf::from(name)
+    } else if let Some((n, _)) = shipped {
+        let local = PathBuf::from(format!("assets/math/{n}.jsonl"));
+        if local.is_file() {
+            local
+        } else {
+            PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/math")).join(format!("{n}.jsonl"))
+        }
+    } else {
+        bail!("{name}: no such dataset file (shipped sets: gsm8k-test, math500-test)");
+    };
+    let layout = match (layout, shipped) {
+        (Some(layout), _) => layout,
+        (None, Some((_, layout))) if !Path::new(name).is_file() => *layout,
+        _ => infer_layout(&path)?,
+    };
+    let spec = DataSpec { limit, ..DataSpec::new(&path, layout) };
+    let data = Dataset::load(&spec)?;
+    Ok(Resolved { spec, data })
+}
+
+fn parse_layout(name: &str, path: &str) -> Result<Layout> {
+    Ok(match name.to_lowercase().as_str() {
+        "gsm8k" => Layout::Gsm8k,
+        "math" => Layout::Math,
+        "deepscaler" | "deep-scale-r" => Layout::DeepScaleR,
+        _ => bail!("{path}: unknown dataset layout `{name}` (expected gsm8k, math or deepscaler)"),
+    })
+}
+
+/// The layout whose fields the file's first problem line has.
+fn infer_layout(path: &Path) -> Result<Layout> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let Some((i, line)) = text.lines().enumerate().find(|(_, l)| !l.trim().is_empty()) else {
+        bail!("{}: no problems in the file", path.display());
+    };
+    let value: Value = serde_json::from_str(line)
+        .with_context(|| format!("{}, line {}: not JSON", path.display(), i + 1))?;
+    let has = |field: &str| value.get(field).is_some();
+    Ok(if has("question") && has("answer") {
+        Layout::Gsm8k
+    } else if has("problem") && has("solution") {
+        Layout::Math
+    } else if has("problem") && has("answer") {
+        Layout::DeepScaleR
+    } else {
+        let fields: Vec<&str> =
+            value.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+        bail!(
+            "{}, line {}: unknown dataset layout: the line has fields [{}], not question/answer (gsm8k), \
+             problem/solution (math) or problem/answer (deepscaler); name the layout as FILE:LAYOUT",
+            path.display(),
+            i + 1,
+            fields.join(", ")
+        )
+    })
+}
+
+/// Who a model is: its path, architecture and a fingerprint of its weight files (FNV-1a
+/// over each file's size and its first and last MiB), so resumed samples come from the
+/// same weights.
+fn identity(path: &Path, model: &Loaded) -> Result<Value> {
+    let files: Vec<PathBuf> = if path.is_dir() {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "safetensors" || e == "json"))
+            .collect();
+        files.sort();
+        files
+    } else {
+        vec![path.to_path_buf()]
+    };
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for file in &files {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
+        let size = f.metadata()?.len();
+        eat(&size.to_le_bytes());
+        let mut buf = Vec::with_capacity(1 << 20);
+        (&mut f).take(1 << 20).read_to_end(&mut buf)?;
+        eat(&buf);
+        if size > (2 << 20) {
+            f.seek(SeekFrom::End(-(1 << 20)))?;
+            buf.clear();
+            f.take(1 << 20).read_to_end(&mut buf)?;
+            eat(&buf);
+        }
+    }
+    let c = &model.config;
+    Ok(json!({
+        "path": path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
+        "family": format!("{:?}", c.model_type),
+        "vocab_size": c.vocab_size,
+        "layers": c.num_hidden_layers,
+        "hidden_size": c.hidden_size,
+        "fingerprint": format!("{hash:016x}"),
+    }))
+}

@@ -1,0 +1,495 @@
+//! Evaluation (method.md §5): solo and handoff pass@k, the communication tax, and how
+//! legible the senior's chains are to the junior.
+//!
+//! For every problem of every dataset, [`Evaluation`] draws `n` samples (default 8) at
+//! the evaluation sampler (T 0.7, top-p 0.8, top-k 20) twice, on the rollout engine,
+//! batched across problems and samples (each prompt prefilled once):
+//!
+//! - **solo**: the senior alone ([`Solo`]);
+//! - **handoff**: the senior starts, then senior and junior alternate one paragraph each
+//!   ([`StepAlternation`]: a turn ends after `"\n\n"`, which is kept; one shared token
+//!   budget; at most 150 rounds); the team's final text is graded.
+//!
+//! Each dataset's [`Verifier`] grades every sample. Then:
+//!
+//! | figure | how |
+//! |---|---|
+//! | pass@k, solo and handoff | unbiased estimator ([`pass_at_k`]) per problem, mean per dataset |
+//! | communication tax | solo pass@1 − handoff pass@1 (points), and handoff / solo |
+//! | legibility | the junior's mean per-token cross-entropy and top-1 accuracy on the senior's solo chains |
+//! | drift | per-token KL(senior ‖ junior) on the senior's solo chains, k3 and exact; the junior's NLL of senior-written tokens |
+//!
+//! (see [`legibility`] for the per-token formulas). Every figure comes per dataset and
+//! macro-averaged over datasets, with a percentile bootstrap interval over problems
+//! ([`Bootstrap`]; paired: one set of resamples for all figures).
+//!
+//! Samples are kept per problem in a [`SampleStore`]: on disk, an interrupted
+//! evaluation resumes where it stopped and a finished one is re-graded and re-measured
+//! without sampling again. Solo and handoff rows use the same random streams, so the
+//! handoff's first paragraph is the solo sample's (common random numbers: the tax is
+//! measured with less noise, and is exactly 0 for a junior identical to the senior).
+//!
+//! ```
+//! use burn::prelude::*;
+//! use trlvr::eval::{EvalConfig, EvalProblem, EvalSet, Evaluation, SampleStore};
+//! use trlvr::prelude::*;
+//!
+//! let device = Device::default();
+//! let classes = TokenClasses::from_texts(&[" a", " b", "\n\n", "<eos>"], &[3])?;
+//! let senior = BigramLm::random(4, 1.0, &device);
+//! let problems = vec![EvalProblem { id: 1, prompt: vec![0, 1], reference: " a".into() }];
+//! let sets = vec![EvalSet::new("toy", problems, Box::new(ExactMatch))];
+//! let texts = [" a", " b", "\n\n", ""];
+//! let detokenize = |ids: &[TokenId]| ids.iter().map(|&i| texts[i as usize]).collect::<String>();
+//! let config = EvalConfig { n: 4, ks: vec![1, 2, 4], max_new_tokens: 8, bootstrap: 100, ..EvalConfig::default() };
+//! let eval = Evaluation::new(&senior, &senior, &classes, config, &detokenize)?;
+//! let report = eval.run(&sets, &mut SampleStore::in_memory(), &mut |_| {})?;
+//! assert_eq!(report.macro_figures.tax.points.value, 0.0); // self-paired
+//! assert_eq!(report.macro_figures.drift.kl_exact.value, 0.0);
+//! # Ok::<(), trlvr::Error>(())
+//! ```
+
+pub mod legibility;
+mod report;
+mod stats;
+mod store;
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use legibility::{Chain, ChainStats};
+pub use report::{Drift, Figures, Legibility, ProblemResult, Report, SetReport, Tax, Throughput};
+pub use stats::{Bootstrap, Estimate, pass_at_k, ratio_of_sums};
+pub use store::{Mode, ProblemSamples, Sample, SampleStore};
+
+use crate::model::Partner;
+use crate::rollout::{CatchUp, Progress, RolloutConfig, RolloutEngine, Sampling};
+use crate::schedule::{Finish, HandoffSchedule, Solo, StepAlternation};
+use crate::token::{Owner, TokenId};
+use crate::verifier::Verifier;
+use crate::vocab::TokenClasses;
+use crate::{Error, Result};
+
+/// How an evaluation samples and summarises.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EvalConfig {
+    /// Samples per problem and mode (default 8).
+    pub n: usize,
+    /// The k of pass@k (default 1, 2, 4, 8); each at most `n`.
+    pub ks: Vec<usize>,
+    /// The sampler (default T 0.7, top-p 0.8, top-k 20).
+    pub sampling: Sampling,
+    /// Response cap in tokens, one budget shared by both models (default 3000).
+    pub max_new_tokens: usize,
+    /// Paragraph turns before a handoff chain stops (default 150).
+    pub max_rounds: usize,
+    /// Seed of every sampling stream.
+    pub seed: u64,
+    /// Problems per engine call (default 8: 64 rows at n 8).
+    pub batch_problems: usize,
+    /// Bootstrap resamples (default 1000).
+    pub bootstrap: usize,
+    /// Seed of the bootstrap draws.
+    pub bootstrap_seed: u64,
+    /// Coverage of the intervals (default 0.95).
+    pub confidence: f64,
+    /// Logits held at once when measuring legibility, per model (`rows × width ×
+    /// vocab` floats; default 2^25, 128 MiB in f32). At least one chain goes at a time.
+    pub logits_budget: usize,
+    /// When a model reads the other's tokens (handoff; default piggyback).
+    pub catch_up: CatchUp,
+    /// Where tokens are drawn (see [`RolloutConfig::host_sampling`]).
+    pub host_sampling: Option<bool>,
+}
+
+impl Default for EvalConfig {
+    fn default() -> Self {
+        Self {
+            n: 8,
+            ks: vec![1, 2, 4, 8],
+            sampling: Sampling::evaluation(),
+            max_new_tokens: 3000,
+            max_rounds: 150,
+            seed: 0,
+            batch_problems: 8,
+            bootstrap: 1000,
+            bootstrap_seed: 0,
+            confidence: 0.95,
+            logits_budget: 1 << 25,
+            catch_up: CatchUp::default(),
+            host_sampling: None,
+        }
+    }
+}
+
+/// One problem, ready for the models.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalProblem {
+    /// Its id in the dataset (the line, say); the key of its stored samples.
+    pub id: usize,
+    /// The prompt's ids (chat template applied).
+    pub prompt: Vec<TokenId>,
+    /// The reference answer, as the dataset's verifier reads it.
+    pub reference: String,
+}
+
+/// A dataset: its problems and the verifier that grades them.
+pub struct EvalSet {
+    /// A short name (tables, sample keys).
+    pub name: String,
+    /// The problems.
+    pub problems: Vec<EvalProblem>,
+    /// Grades a response against a problem's reference.
+    pub verifier: Box<dyn Verifier>,
+}
+
+impl std::fmt::Debug for EvalSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EvalSet").field("name", &self.name).field("problems", &self.problems.len()).finish()
+    }
+}
+
+impl EvalSet {
+    /// A dataset named `name`.
+    pub fn new(name: impl Into<String>, problems: Vec<EvalProblem>, verifier: Box<dyn Verifier>) -> Self {
+        Self { name: name.into(), problems, verifier }
+    }
+}
+
+/// Where an evaluation stands.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EvalProgress {
+    /// What is being done now.
+    pub phase: Phase,
+    /// Problem-modes sampled (found in the store or drawn now), out of `total`.
+    pub done: usize,
+    /// Problems × 2 modes.
+    pub total: usize,
+    /// Tokens drawn in this run so far.
+    pub tokens: usize,
+    /// Seconds spent drawing them.
+    pub seconds: f64,
+    /// The engine's progress within the current batch, if drawing.
+    pub batch: Option<Progress>,
+}
+
+/// The phases of an evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Drawing samples in a mode.
+    Sampling(Mode),
+    /// Grading and measuring legibility and drift.
+    Measuring,
+}
+
+/// Text of response ids, for the verifier (special tokens as the tokenizer writes them).
+pub type Detokenize<'a> = &'a (dyn Fn(&[TokenId]) -> String + Sync);
+
+/// An evaluation of one senior/junior pair.
+pub struct Evaluation<'m> {
+    senior: &'m dyn Partner,
+    junior: &'m dyn Partner,
+    classes: &'m TokenClasses,
+    config: EvalConfig,
+    detokenize: Detokenize<'m>,
+}
+
+impl std::fmt::Debug for Evaluation<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Evaluation").field("config", &self.config).finish()
+    }
+}
+
+impl<'m> Evaluation<'m> {
+    /// An evaluation of `senior` with `junior` (the same model twice: self-paired).
+    ///
+    /// # Errors
+    /// [`Error::Vocabulary`] if the vocabulary sizes differ; [`Error::Config`] for bad
+    /// settings (n 0, a k of 0 or above n, ...).
+    pub fn new(
+        senior: &'m dyn Partner,
+        junior: &'m dyn Partner,
+        classes: &'m TokenClasses,
+        config: EvalConfig,
+        detokenize: Detokenize<'m>,
+    ) -> Result<Self> {
+        if senior.vocab_size() != junior.vocab_size() {
+            return Err(Error::Vocabulary(format!(
+                "senior has {} ids, junior {}: evaluation needs one vocabulary",
+                senior.vocab_size(),
+                junior.vocab_size()
+            )));
+        }
+        if config.n == 0 || config.ks.is_empty() || config.ks.iter().any(|&k| k == 0 || k > config.n) {
+            return Err(Error::Config(format!(
+                "need n >= 1 and every k in 1..=n (n {}, k {:?})",
+                config.n, config.ks
+            )));
+        }
+        if config.batch_problems == 0 || config.max_rounds == 0 || config.max_new_tokens == 0 {
+            return Err(Error::Config("batch_problems, max_rounds and max_new_tokens must be >= 1".into()));
+        }
+        config.sampling.validate()?;
+        Ok(Self { senior, junior, classes, config, detokenize })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EvalConfig {
+        &self.config
+    }
+
+    /// What the samples depend on (the store's settings line; add model identities).
+    pub fn sample_settings(&self) -> Value {
+        serde_json::json!({
+            "n": self.config.n,
+            "sampling": self.config.sampling,
+            "max_new_tokens": self.config.max_new_tokens,
+            "max_rounds": self.config.max_rounds,
+            "seed": self.config.seed,
+        })
+    }
+
+    /// Samples, grades and measures everything: [`Evaluation::sample`], then
+    /// [`Evaluation::measure`].
+    ///
+    /// # Errors
+    /// As those two.
+    pub fn run(
+        &self,
+        sets: &[EvalSet],
+        store: &mut SampleStore,
+        on_progress: &mut dyn FnMut(EvalProgress),
+    ) -> Result<Report> {
+        let throughput = self.sample(sets, store, on_progress)?;
+        self.measure(sets, store, throughput)
+    }
+
+    /// Draws the samples the store lacks, solo then handoff, batch by batch; each batch
+    /// is in the store (and its file) before the next starts.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for an empty dataset or two problems with one id in a dataset;
+    /// engine and store errors (samples already stored stay).
+    pub fn sample(
+        &self,
+        sets: &[EvalSet],
+        store: &mut SampleStore,
+        on_progress: &mut dyn FnMut(EvalProgress),
+    ) -> Result<Throughput> {
+        check_sets(sets)?;
+        let total = 2 * sets.iter().map(|s| s.problems.len()).sum::<usize>();
+        let mut done = 0;
+        let mut throughput = Throughput::default();
+        for mode in [Mode::Solo, Mode::Handoff] {
+            let rollout = RolloutConfig {
+                group_size: self.config.n,
+                max_new_tokens: self.config.max_new_tokens,
+                sampling: self.config.sampling,
+                seed: self.config.seed,
+                catch_up: self.config.catch_up,
+                host_sampling: self.config.host_sampling,
+                ..RolloutConfig::default()
+            };
+            let (engine, schedule): (RolloutEngine<'_>, Box<dyn HandoffSchedule>) = match mode {
+                Mode::Solo => {
+                    (RolloutEngine::solo(self.senior, self.classes, rollout)?, Box::new(Solo::senior()))
+                }
+                Mode::Handoff => (
+                    RolloutEngine::new(self.senior, self.junior, self.classes, rollout)?,
+                    Box::new(StepAlternation { first: Owner::Senior, max_rounds: self.config.max_rounds }),
+                ),
+            };
+            let mut todo = Vec::new();
+            for set in sets {
+                for p in &set.problems {
+                    if store.get(&set.name, p.id, mode, prompt_hash(&p.prompt)).is_some() {
+                        done += 1;
+                    } else {
+                        todo.push((set.name.as_str(), p));
+                    }
+                }
+            }
+            let phase = Phase::Sampling(mode);
+            on_progress(EvalProgress {
+                phase,
+                done,
+                total,
+                tokens: throughput.tokens(),
+                seconds: throughput.seconds(),
+                batch: None,
+            });
+            for batch in todo.chunks(self.config.batch_problems) {
+                let prompts: Vec<Vec<TokenId>> = batch.iter().map(|(_, p)| p.prompt.clone()).collect();
+                let start = Instant::now();
+                let (base_tokens, base_seconds) = (throughput.tokens(), throughput.seconds());
+                let rollouts = engine.generate_with(&prompts, schedule.as_ref(), &mut |step| {
+                    on_progress(EvalProgress {
+                        phase,
+                        done,
+                        total,
+                        tokens: base_tokens + step.tokens,
+                        seconds: base_seconds + start.elapsed().as_secs_f64(),
+                        batch: Some(step),
+                    });
+                })?;
+                let seconds = start.elapsed().as_secs_f64();
+                let tokens: usize = rollouts.iter().map(|r| r.tokens.len()).sum();
+                throughput.add(mode, tokens, seconds);
+                let records = batch
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (set, p))| ProblemSamples {
+                        set: (*set).to_string(),
+                        id: p.id,
+                        mode,
+                        prompt_hash: prompt_hash(&p.prompt),
+                        samples: rollouts
+                            .iter()
+                            .filter(|r| r.prompt == i)
+                            .map(|r| Sample {
+                                tokens: r.tokens.clone(),
+                                owners: Sample::letters(&r.owners),
+                                finish: r.finish,
+                            })
+                            .collect(),
+                    })
+                    .collect();
+                store.append(records)?;
+                done += batch.len();
+                on_progress(EvalProgress {
+                    phase,
+                    done,
+                    total,
+                    tokens: throughput.tokens(),
+                    seconds: throughput.seconds(),
+                    batch: None,
+                });
+            }
+        }
+        Ok(throughput)
+    }
+
+    /// Grades every stored sample and measures legibility and drift; the figures with
+    /// their intervals. `throughput` is carried into the report.
+    ///
+    /// # Errors
+    /// [`Error::Config`] if a problem has no samples in the store (run
+    /// [`Evaluation::sample`] first); model errors.
+    pub fn measure(&self, sets: &[EvalSet], store: &SampleStore, throughput: Throughput) -> Result<Report> {
+        check_sets(sets)?;
+        let mut results = Vec::with_capacity(sets.len());
+        for set in sets {
+            let mut problems = Vec::with_capacity(set.problems.len());
+            for p in &set.problems {
+                let get = |mode| {
+                    store.get(&set.name, p.id, mode, prompt_hash(&p.prompt)).ok_or_else(|| {
+                        Error::Config(format!(
+                            "{}, problem {}: no {mode:?} samples in the store",
+                            set.name, p.id
+                        ))
+                    })
+                };
+                let (solo, handoff) = (get(Mode::Solo)?, get(Mode::Handoff)?);
+                problems.push(self.measure_problem(set, p, solo, handoff)?);
+            }
+            results.push((set.name.clone(), problems));
+        }
+        Report::from_results(&self.config, results, throughput)
+    }
+
+    fn measure_problem(
+        &self,
+        set: &EvalSet,
+        p: &EvalProblem,
+        solo: &ProblemSamples,
+        handoff: &ProblemSamples,
+    ) -> Result<ProblemResult> {
+        let correct = |samples: &ProblemSamples| {
+            samples
+                .samples
+                .iter()
+                .filter(|s| {
+                    let shown = s.tokens.len() - usize::from(s.finish == Finish::Eos && !s.tokens.is_empty());
+                    set.verifier.verify(&(self.detokenize)(&s.tokens[..shown]), &p.reference).correct
+                })
+                .count()
+        };
+        let (solo_correct, handoff_correct) = (correct(solo), correct(handoff));
+        let budget = self.config.logits_budget;
+        let chains: Vec<Chain<'_>> = solo
+            .samples
+            .iter()
+            .filter(|s| !s.tokens.is_empty())
+            .map(|s| Chain { prompt: &p.prompt, response: &s.tokens })
+            .collect();
+        let mut legibility = ChainStats::default();
+        if !chains.is_empty() {
+            for stats in legibility::compare(self.senior, self.junior, &chains, budget)? {
+                legibility.add(&stats);
+            }
+        }
+        let owners: Vec<Vec<Owner>> =
+            handoff.samples.iter().filter(|s| !s.tokens.is_empty()).map(Sample::owner_list).collect();
+        let chains: Vec<Chain<'_>> = handoff
+            .samples
+            .iter()
+            .filter(|s| !s.tokens.is_empty())
+            .map(|s| Chain { prompt: &p.prompt, response: &s.tokens })
+            .collect();
+        let owner_refs: Vec<&[Owner]> = owners.iter().map(Vec::as_slice).collect();
+        let (mut handoff_nll, mut handoff_senior_tokens) = (0.0, 0);
+        if !chains.is_empty() {
+            for (sum, count) in
+                legibility::junior_nll_of_senior_tokens(self.junior, &chains, &owner_refs, budget)?
+            {
+                handoff_nll += sum;
+                handoff_senior_tokens += count;
+            }
+        }
+        Ok(ProblemResult {
+            id: p.id,
+            n: solo.samples.len(),
+            solo_correct,
+            handoff_correct,
+            solo_tokens: solo.samples.iter().map(|s| s.tokens.len()).sum(),
+            handoff_tokens: handoff.samples.iter().map(|s| s.tokens.len()).sum(),
+            handoff_senior_tokens,
+            handoff_junior_nll: handoff_nll,
+            legibility,
+        })
+    }
+}
+
+fn check_sets(sets: &[EvalSet]) -> Result<()> {
+    let mut names = std::collections::HashSet::new();
+    for set in sets {
+        if set.problems.is_empty() {
+            return Err(Error::Config(format!("dataset {} has no problems", set.name)));
+        }
+        if !names.insert(set.name.as_str()) {
+            return Err(Error::Config(format!("two datasets are named {}", set.name)));
+        }
+        let mut ids = std::collections::HashSet::new();
+        if let Some(p) = set.problems.iter().find(|p| !ids.insert(p.id)) {
+            return Err(Error::Config(format!("dataset {}: problem id {} appears twice", set.name, p.id)));
+        }
+        if let Some(p) = set.problems.iter().find(|p| p.prompt.is_empty()) {
+            return Err(Error::Config(format!("dataset {}: problem {} has an empty prompt", set.name, p.id)));
+        }
+    }
+    if sets.is_empty() {
+        return Err(Error::Config("no datasets to evaluate".into()));
+    }
+    Ok(())
+}
+
+/// FNV-1a over the prompt's ids.
+fn prompt_hash(tokens: &[TokenId]) -> u64 {
+    tokens
+        .iter()
+        .flat_map(|t| t.to_le_bytes())
+        .fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}

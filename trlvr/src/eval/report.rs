@@ -1,0 +1,385 @@
+//! The figures of an evaluation, per dataset and macro-averaged, with intervals; as JSON
+//! (serde) and as the Markdown tables a paper would print.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use super::legibility::ChainStats;
+use super::stats::{Bootstrap, Estimate, pass_at_k, ratio_of_sums};
+use super::{EvalConfig, Mode};
+use crate::Result;
+
+/// What one problem gave: correct counts, token counts and legibility sums.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProblemResult {
+    /// Its id in the dataset.
+    pub id: usize,
+    /// Samples per mode.
+    pub n: usize,
+    /// Correct solo samples.
+    pub solo_correct: usize,
+    /// Correct handoff samples.
+    pub handoff_correct: usize,
+    /// Tokens of the solo samples, together.
+    pub solo_tokens: usize,
+    /// Tokens of the handoff samples, together.
+    pub handoff_tokens: usize,
+    /// Senior-written tokens of the handoff samples.
+    pub handoff_senior_tokens: usize,
+    /// Σ junior NLL of those senior-written handoff tokens.
+    pub handoff_junior_nll: f64,
+    /// Sums over the solo chains (legibility and drift).
+    pub legibility: ChainStats,
+}
+
+/// pass@k at one k.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PassAt {
+    /// k.
+    pub k: usize,
+    /// Percent.
+    #[serde(flatten)]
+    pub estimate: Estimate,
+}
+
+/// The communication tax (paired over problems).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Tax {
+    /// Solo pass@1 − handoff pass@1, in points.
+    pub points: Estimate,
+    /// Handoff pass@1 / solo pass@1 (NaN when solo is 0).
+    pub ratio: Estimate,
+}
+
+/// How legible the senior's solo chains are to the junior.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Legibility {
+    /// The junior's mean per-token cross-entropy, nats.
+    pub junior_ce: Estimate,
+    /// Percent of tokens that are the junior's top-1 guess.
+    pub junior_top1: Estimate,
+}
+
+/// How far the senior is from the junior, per token.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    /// KL(senior ‖ junior), k3 estimate on the senior's solo tokens, nats.
+    pub kl_k3: Estimate,
+    /// KL(senior ‖ junior) of the next-token distributions, exact over the vocabulary,
+    /// at the positions of the senior's solo chains, nats.
+    pub kl_exact: Estimate,
+    /// The junior's NLL of the senior's solo tokens, nats (the legibility cross-entropy
+    /// again, under the name the drift tracking uses).
+    pub junior_nll: Estimate,
+    /// The junior's NLL of the senior-written tokens of the handoff chains, nats.
+    pub junior_nll_handoff: Estimate,
+}
+
+/// Every figure of one dataset, or macro-averaged over datasets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Figures {
+    /// Problems (summed over datasets for the macro figures).
+    pub problems: usize,
+    /// Solo pass@k, percent.
+    pub solo: Vec<PassAt>,
+    /// Handoff pass@k, percent.
+    pub handoff: Vec<PassAt>,
+    /// The communication tax.
+    pub tax: Tax,
+    /// Legibility.
+    pub legibility: Legibility,
+    /// Drift.
+    pub drift: Drift,
+    /// Mean solo response length, tokens.
+    pub solo_mean_tokens: f64,
+    /// Mean handoff response length, tokens.
+    pub handoff_mean_tokens: f64,
+    /// Fraction of handoff tokens the senior wrote.
+    pub handoff_senior_share: f64,
+}
+
+/// One dataset's figures and per-problem results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetReport {
+    /// The dataset.
+    pub name: String,
+    /// Its figures.
+    pub figures: Figures,
+    /// Per problem.
+    pub problems: Vec<ProblemResult>,
+}
+
+/// Tokens drawn and seconds spent in this run (zero for samples read from the store).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// Solo tokens drawn.
+    pub solo_tokens: usize,
+    /// Seconds drawing them.
+    pub solo_seconds: f64,
+    /// Handoff tokens drawn (both models).
+    pub handoff_tokens: usize,
+    /// Seconds drawing them.
+    pub handoff_seconds: f64,
+}
+
+impl Throughput {
+    /// Adds a batch.
+    pub fn add(&mut self, mode: Mode, tokens: usize, seconds: f64) {
+        match mode {
+            Mode::Solo => {
+                self.solo_tokens += tokens;
+                self.solo_seconds += seconds;
+            }
+            Mode::Handoff => {
+                self.handoff_tokens += tokens;
+                self.handoff_seconds += seconds;
+            }
+        }
+    }
+
+    /// Tokens drawn, both modes.
+    pub fn tokens(&self) -> usize {
+        self.solo_tokens + self.handoff_tokens
+    }
+
+    /// Seconds drawing, both modes.
+    pub fn seconds(&self) -> f64 {
+        self.solo_seconds + self.handoff_seconds
+    }
+
+    /// Tokens per second over both modes (0 when nothing was drawn).
+    pub fn tokens_per_second(&self) -> f64 {
+        if self.seconds() > 0.0 { self.tokens() as f64 / self.seconds() } else { 0.0 }
+    }
+}
+
+/// An evaluation's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The settings.
+    pub config: EvalConfig,
+    /// Per dataset.
+    pub sets: Vec<SetReport>,
+    /// Macro-averaged over datasets (each dataset weighs the same).
+    #[serde(rename = "macro")]
+    pub macro_figures: Figures,
+    /// Sampling speed of this run.
+    pub throughput: Throughput,
+}
+
+/// Per-problem columns of one dataset.
+struct Columns {
+    ones: Vec<f64>,
+    /// `[k index][problem]`, fractions.
+    solo: Vec<Vec<f64>>,
+    handoff: Vec<Vec<f64>>,
+    tokens: Vec<f64>,
+    nll: Vec<f64>,
+    top1: Vec<f64>,
+    k3: Vec<f64>,
+    kl: Vec<f64>,
+    handoff_senior_tokens: Vec<f64>,
+    handoff_nll: Vec<f64>,
+}
+
+impl Columns {
+    fn new(ks: &[usize], problems: &[ProblemResult]) -> Result<Self> {
+        let col = |f: &dyn Fn(&ProblemResult) -> f64| problems.iter().map(f).collect::<Vec<f64>>();
+        let pass = |correct: &dyn Fn(&ProblemResult) -> usize| -> Result<Vec<Vec<f64>>> {
+            ks.iter().map(|&k| problems.iter().map(|p| pass_at_k(p.n, correct(p), k)).collect()).collect()
+        };
+        Ok(Self {
+            ones: vec![1.0; problems.len()],
+            solo: pass(&|p| p.solo_correct)?,
+            handoff: pass(&|p| p.handoff_correct)?,
+            tokens: col(&|p| p.legibility.tokens as f64),
+            nll: col(&|p| p.legibility.junior_nll),
+            top1: col(&|p| p.legibility.junior_top1 as f64),
+            k3: col(&|p| p.legibility.kl_k3),
+            kl: col(&|p| p.legibility.kl_exact),
+            handoff_senior_tokens: col(&|p| p.handoff_senior_tokens as f64),
+            handoff_nll: col(&|p| p.handoff_junior_nll),
+        })
+    }
+}
+
+impl Report {
+    /// The figures of `results` (per dataset: its name and per-problem results), with
+    /// the intervals `config` asks for; what [`Evaluation::measure`] returns.
+    ///
+    /// # Errors
+    /// [`Error::Config`](crate::Error::Config) for a bad confidence, or a problem with
+    /// fewer samples than a k.
+    ///
+    /// [`Evaluation::measure`]: super::Evaluation::measure
+    pub fn from_results(
+        config: &EvalConfig,
+        results: Vec<(String, Vec<ProblemResult>)>,
+        throughput: Throughput,
+    ) -> Result<Self> {
+        let sizes: Vec<usize> = results.iter().map(|(_, p)| p.len()).collect();
+        let boot = Bootstrap::new(&sizes, config.bootstrap, config.bootstrap_seed, config.confidence)?;
+        let columns: Vec<Columns> =
+            results.iter().map(|(_, p)| Columns::new(&config.ks, p)).collect::<Result<_>>()?;
+        let sets = results
+            .iter()
+            .enumerate()
+            .map(|(d, (name, problems))| SetReport {
+                name: name.clone(),
+                figures: figures(&boot, &columns, &config.ks, Some(d), std::slice::from_ref(problems)),
+                problems: problems.clone(),
+            })
+            .collect();
+        let all: Vec<Vec<ProblemResult>> = results.into_iter().map(|(_, p)| p).collect();
+        let macro_figures = figures(&boot, &columns, &config.ks, None, &all);
+        Ok(Self { config: config.clone(), sets, macro_figures, throughput })
+    }
+
+    /// The tables a paper would print: accuracy, communication tax, legibility and
+    /// drift; one row per dataset and a macro row. `header` lines come first (models,
+    /// settings).
+    pub fn to_markdown(&self, header: &[String]) -> String {
+        let mut md = String::from("# Evaluation\n\n");
+        for line in header {
+            let _ = writeln!(md, "{line}  ");
+        }
+        let c = &self.config;
+        let _ = writeln!(
+            md,
+            "\n{} samples per problem at T {}, top-p {}, top-k {}; budget {} tokens; handoff: step alternation, \
+             senior first, at most {} rounds. Brackets: {:.0}% bootstrap interval over problems ({} resamples).\n",
+            c.n,
+            c.sampling.temperature,
+            c.sampling.top_p,
+            c.sampling.top_k,
+            c.max_new_tokens,
+            c.max_rounds,
+            100.0 * c.confidence,
+            c.bootstrap
+        );
+        let rows: Vec<(&str, &Figures)> = self
+            .sets
+            .iter()
+            .map(|s| (s.name.as_str(), &s.figures))
+            .chain(std::iter::once(("macro", &self.macro_figures)))
+            .collect();
+        // 1. Accuracy.
+        md += "## Accuracy (pass@k, %)\n\n| dataset | problems |";
+        for mode in ["solo", "handoff"] {
+            for k in &c.ks {
+                let _ = write!(md, " {mode} pass@{k} |");
+            }
+        }
+        md += "\n|---|---:|";
+        md += &"---:|".repeat(2 * c.ks.len());
+        md.push('\n');
+        for (name, f) in &rows {
+            let _ = write!(md, "| {name} | {} |", f.problems);
+            for p in f.solo.iter().chain(&f.handoff) {
+                let _ = write!(md, " {} |", p.estimate.show(1));
+            }
+            md.push('\n');
+        }
+        // 2. The tax.
+        md += "\n## Communication tax\n\n| dataset | solo pass@1 (%) | handoff pass@1 (%) | tax (points) | handoff / solo | senior share of handoff tokens |\n|---|---:|---:|---:|---:|---:|\n";
+        for (name, f) in &rows {
+            let _ = writeln!(
+                md,
+                "| {name} | {} | {} | {} | {} | {:.2} |",
+                f.solo[0].estimate.show(1),
+                f.handoff[0].estimate.show(1),
+                f.tax.points.show(1),
+                f.tax.ratio.show(2),
+                f.handoff_senior_share
+            );
+        }
+        // 3. Legibility and drift.
+        md += "\n## Legibility and drift (per token, nats)\n\n| dataset | junior CE | junior top-1 (%) | KL k3 | KL exact | junior NLL, handoff | solo tokens / chain |\n|---|---:|---:|---:|---:|---:|---:|\n";
+        for (name, f) in &rows {
+            let _ = writeln!(
+                md,
+                "| {name} | {} | {} | {} | {} | {} | {:.0} |",
+                f.legibility.junior_ce.show(3),
+                f.legibility.junior_top1.show(1),
+                f.drift.kl_k3.show(3),
+                f.drift.kl_exact.show(3),
+                f.drift.junior_nll_handoff.show(3),
+                f.solo_mean_tokens
+            );
+        }
+        let t = &self.throughput;
+        if t.tokens() > 0 {
+            let _ = writeln!(
+                md,
+                "\nSampled in this run: {} tokens in {:.1} s ({:.1} tokens/s; solo {:.1}, handoff {:.1}).",
+                t.tokens(),
+                t.seconds(),
+                t.tokens_per_second(),
+                t.solo_tokens as f64 / t.solo_seconds.max(1e-9),
+                t.handoff_tokens as f64 / t.handoff_seconds.max(1e-9)
+            );
+        }
+        md
+    }
+}
+
+/// The figures of dataset `which` (or the macro average when `None`). `problems` holds
+/// the per-problem results the plain (non-bootstrapped) counts come from.
+fn figures(
+    boot: &Bootstrap,
+    columns: &[Columns],
+    ks: &[usize],
+    which: Option<usize>,
+    problems: &[Vec<ProblemResult>],
+) -> Figures {
+    // A dataset's statistic on its resampled problems; the macro is their mean.
+    let over = |s: &[&[usize]], stat: &dyn Fn(&Columns, &[usize]) -> f64| match which {
+        Some(d) => stat(&columns[d], s[d]),
+        None => columns.iter().zip(s).map(|(c, idx)| stat(c, idx)).sum::<f64>() / columns.len() as f64,
+    };
+    let estimate = |stat: &dyn Fn(&Columns, &[usize]) -> f64| boot.estimate(|s| over(s, stat));
+    let pass = |handoff: bool| -> Vec<PassAt> {
+        (0..ks.len())
+            .map(|i| PassAt {
+                k: ks[i],
+                estimate: estimate(&|c, idx| {
+                    ratio_of_sums(if handoff { &c.handoff[i] } else { &c.solo[i] }, &c.ones, idx)
+                })
+                .scaled(100.0),
+            })
+            .collect()
+    };
+    let solo1 = |c: &Columns, idx: &[usize]| ratio_of_sums(&c.solo[0], &c.ones, idx);
+    let hand1 = |c: &Columns, idx: &[usize]| ratio_of_sums(&c.handoff[0], &c.ones, idx);
+    let per_token = |pick: fn(&Columns) -> &Vec<f64>| {
+        move |c: &Columns, idx: &[usize]| ratio_of_sums(pick(c), &c.tokens, idx)
+    };
+    let all: Vec<&ProblemResult> = problems.iter().flatten().collect();
+    let sum = |f: fn(&ProblemResult) -> usize| all.iter().map(|p| f(p)).sum::<usize>() as f64;
+    let samples = sum(|p| p.n).max(1.0);
+    Figures {
+        problems: all.len(),
+        solo: pass(false),
+        handoff: pass(true),
+        tax: Tax {
+            points: estimate(&|c, idx| solo1(c, idx) - hand1(c, idx)).scaled(100.0),
+            ratio: boot.estimate(|s| over(s, &hand1) / over(s, &solo1)),
+        },
+        legibility: Legibility {
+            junior_ce: estimate(&per_token(|c| &c.nll)),
+            junior_top1: estimate(&per_token(|c| &c.top1)).scaled(100.0),
+        },
+        drift: Drift {
+            kl_k3: estimate(&per_token(|c| &c.k3)),
+            kl_exact: estimate(&per_token(|c| &c.kl)),
+            junior_nll: estimate(&per_token(|c| &c.nll)),
+            junior_nll_handoff: estimate(&|c, idx| {
+                ratio_of_sums(&c.handoff_nll, &c.handoff_senior_tokens, idx)
+            }),
+        },
+        solo_mean_tokens: sum(|p| p.solo_tokens) / samples,
+        handoff_mean_tokens: sum(|p| p.handoff_tokens) / samples,
+        handoff_senior_share: sum(|p| p.handoff_senior_tokens) / sum(|p| p.handoff_tokens).max(1.0),
+    }
+}
