@@ -73,6 +73,7 @@
 pub mod advantage;
 pub mod bigram;
 pub mod data;
+pub mod demo;
 pub mod device;
 mod error;
 pub mod eval;
