@@ -39,6 +39,12 @@ pub struct Args {
     /// Seeds of the arms, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     seeds: Vec<u64>,
+    /// Override the rollout-token budget of each arm.
+    #[arg(long)]
+    token_budget: Option<usize>,
+    /// Override the RL learning rate.
+    #[arg(long)]
+    lr: Option<f64>,
     /// Device: flex (CPU), cuda[:N], tch.
     #[arg(long, default_value = "flex")]
     device: String,
@@ -90,7 +96,9 @@ pub fn run(args: &Args) -> Result<()> {
     let task = SumTask::default();
     task.validate()?;
     let classes = task.classes()?;
-    let rl = rl_settings(args.quick);
+    let mut rl = rl_settings(args.quick);
+    rl.token_budget = args.token_budget.unwrap_or(rl.token_budget);
+    rl.lr = args.lr.unwrap_or(rl.lr);
     std::fs::create_dir_all(&args.out)?;
     let mut log = |line: String| eprintln!("[{:>5.0}s] {line}", started.elapsed().as_secs_f64());
 
@@ -116,6 +124,12 @@ pub fn run(args: &Args) -> Result<()> {
     let eval_base = arms::evaluate(&ctx, &base, &models.junior, &ctx.eval, rl.eval_n)?;
     let eval_control = arms::evaluate(&ctx, &models.control, &models.junior, &ctx.eval, rl.eval_n)?;
     let eval_self = arms::evaluate(&ctx, &models.control, &models.control, &ctx.eval, rl.eval_n)?;
+    log(format!(
+        "base: solo {:.1}%, handoff {:.1}%, shorthand {:.0}%",
+        eval_base.report.macro_figures.solo[0].estimate.value,
+        eval_base.report.macro_figures.handoff[0].estimate.value,
+        100.0 * eval_base.shorthand
+    ));
     let control_row = Row::of(&eval_control.report, eval_control.shorthand);
     let self_row = Row::of(&eval_self.report, eval_self.shorthand);
     let control_ok = control_row.tax.value >= CONTROL_TAX_POINTS

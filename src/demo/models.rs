@@ -141,7 +141,7 @@ fn ensure(
 
 /// The three recipes for a task: base, junior, control.
 pub fn recipes(quick: bool) -> [Recipe; 3] {
-    let scale = if quick { 3 } else { 1 };
+    let scale = if quick { 4 } else { 1 };
     let sft = |steps: usize, seed| SftConfig {
         steps: steps / scale,
         batch_size: 64,
@@ -155,21 +155,21 @@ pub fn recipes(quick: bool) -> [Recipe; 3] {
             name: "base",
             shape: Shape { layers: 2, hidden: 64, heads: 4 },
             shorthand_mix: vec![0.0, 0.5, 1.0],
-            sft: sft(1500, 1),
+            sft: sft(4800, 1),
             seed: 1,
         },
         Recipe {
             name: "junior",
             shape: Shape { layers: 2, hidden: 32, heads: 2 },
             shorthand_mix: vec![0.0],
-            sft: sft(1500, 2),
+            sft: sft(3600, 2),
             seed: 2,
         },
         Recipe {
             name: "control",
             shape: Shape { layers: 2, hidden: 64, heads: 4 },
             shorthand_mix: vec![1.0],
-            sft: SftConfig { lr: 1e-3, ..sft(300, 3) },
+            sft: SftConfig { lr: 1e-3, ..sft(600, 3) },
             seed: 3,
         },
     ]

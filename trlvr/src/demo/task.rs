@@ -10,9 +10,10 @@
 //!
 //! and ends with ` answer 10` and EOS. Every token is a word (its text starts with a
 //! space), so every token is a handoff point of the word schedule, and every step ends a
-//! paragraph, so the evaluation's step alternation hands off once per step. The reward
-//! is exact (the last `answer` equals the sum) minus a small cost per token: soft length
-//! pressure that favours the shorthand without closing the legible route.
+//! paragraph, so the evaluation's step alternation hands off once per step. A correct
+//! answer (the last `answer` equals the sum) earns 1 minus a small cost per token, a wrong
+//! one 0: soft length pressure that favours the shorthand without closing the legible
+//! route (and without making an empty answer the safest one).
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -195,7 +196,7 @@ pub fn notation_counts(ids: &[TokenId]) -> (usize, usize) {
 }
 
 /// Grades a running-sum response: correct when the last ` answer N` has N equal to the
-/// reference; the reward is `correct - token_cost * tokens`.
+/// reference; the reward is `1 - token_cost * tokens` when correct, else 0.
 #[derive(Debug, Clone, Copy)]
 pub struct SumVerifier {
     /// Cost per token (word) of the response.
@@ -209,7 +210,7 @@ impl Verifier for SumVerifier {
         let correct = answer.is_some_and(|a| *a == reference.trim());
         let tokens = response.split(' ').filter(|w| !w.is_empty()).count();
         Reward {
-            value: f32::from(u8::from(correct)) - self.token_cost * tokens as f32,
+            value: if correct { (1.0 - self.token_cost * tokens as f32).max(0.0) } else { 0.0 },
             correct,
             reason: match answer {
                 None => "no answer".into(),
@@ -248,6 +249,9 @@ mod tests {
         assert!(!v.verify(" plus 2 is 5 .\n\n answer 6", "5").correct);
         assert!(!v.verify(" plus 2 is 5 .\n\n", "5").correct);
         assert!(v.verify(" answer 4 answer 5", "5").correct, "the last answer counts");
+        let cost = SumVerifier { token_cost: 0.01 };
+        assert_eq!(cost.verify(" answer 6", "5").value, 0.0, "a wrong answer costs nothing extra");
+        assert!((cost.verify(" answer 5", "5").value - 0.98).abs() < 1e-6);
     }
 
     #[test]
