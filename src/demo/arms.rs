@@ -229,7 +229,14 @@ pub fn train(
     Ok(Trained { senior, steps, tokens, seconds: started.elapsed().as_secs_f64() })
 }
 
-fn probe_line(arm: Arm, seed: u64, step: usize, tokens: usize, train: Option<Value>, probe: &Evaluated) -> Value {
+fn probe_line(
+    arm: Arm,
+    seed: u64,
+    step: usize,
+    tokens: usize,
+    train: Option<Value>,
+    probe: &Evaluated,
+) -> Value {
     let f = &probe.report.macro_figures;
     json!({
         "arm": arm.name(), "seed": seed, "step": step, "rollout_tokens": tokens, "train": train,

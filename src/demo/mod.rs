@@ -10,6 +10,7 @@
 
 mod arms;
 mod models;
+mod plots;
 mod report;
 
 use std::path::PathBuf;
@@ -53,10 +54,10 @@ pub struct Args {
 fn rl_settings(quick: bool) -> RlSettings {
     if quick {
         RlSettings {
-            token_budget: 12_000,
+            token_budget: 30_000,
             prompts_per_step: 4,
             group_size: 8,
-            lr: 1e-3,
+            lr: 2e-4,
             beta: 0.05,
             probe_every: 5,
             probe_problems: 16,
@@ -65,12 +66,12 @@ fn rl_settings(quick: bool) -> RlSettings {
         }
     } else {
         RlSettings {
-            token_budget: 60_000,
+            token_budget: 150_000,
             prompts_per_step: 4,
             group_size: 8,
-            lr: 1e-3,
+            lr: 1e-4,
             beta: 0.05,
-            probe_every: 10,
+            probe_every: 20,
             probe_problems: 32,
             eval_problems: 128,
             eval_n: 4,
@@ -103,7 +104,8 @@ pub fn run(args: &Args) -> Result<()> {
     let mut log = |line: String| eprintln!("[{:>5.0}s] {line}", started.elapsed().as_secs_f64());
 
     // 1. The supervised models (cached).
-    let models = models::ensure_all(&task, args.quick, &models::cache_dir(&args.out), &train_device, &mut log)?;
+    let models =
+        models::ensure_all(&task, args.quick, &models::cache_dir(&args.out), &train_device, &mut log)?;
     let after_sft = started.elapsed().as_secs_f64();
 
     // 2. Problems: training and held-out evaluation from separate seeds.
@@ -153,8 +155,16 @@ pub fn run(args: &Args) -> Result<()> {
         let mut seeds = Vec::new();
         for &seed in &args.seeds {
             let dir = args.out.join("arms").join(format!("{}-seed{seed}", arm.name()));
-            let trained =
-                arms::train(&ctx, arm, seed, &models.base, &models.base_config, &models.junior, &dir, &mut log)?;
+            let trained = arms::train(
+                &ctx,
+                arm,
+                seed,
+                &models.base,
+                &models.base_config,
+                &models.junior,
+                &dir,
+                &mut log,
+            )?;
             let evaluated = arms::evaluate(&ctx, &trained.senior, &models.junior, &ctx.eval, rl.eval_n)?;
             std::fs::write(dir.join("eval.json"), serde_json::to_string_pretty(&evaluated)?)?;
             log(format!(
@@ -190,7 +200,13 @@ pub fn run(args: &Args) -> Result<()> {
     let run_rows: Vec<(Arm, Vec<(u64, Row, usize, usize, f64)>)> = runs
         .iter()
         .map(|(arm, seeds)| {
-            (*arm, seeds.iter().map(|(s, e, st, t, sec)| (*s, Row::of(&e.report, e.shorthand), *st, *t, *sec)).collect())
+            (
+                *arm,
+                seeds
+                    .iter()
+                    .map(|(s, e, st, t, sec)| (*s, Row::of(&e.report, e.shorthand), *st, *t, *sec))
+                    .collect(),
+            )
         })
         .collect();
     for (arm, seeds) in &run_rows {
@@ -221,7 +237,9 @@ pub fn run(args: &Args) -> Result<()> {
         format!("device: {}", args.device),
     ];
     let timing = vec![
-        format!("total: {wall:.0} s on {cores} cores (load average before {load_before}, after {load_after})"),
+        format!(
+            "total: {wall:.0} s on {cores} cores (load average before {load_before}, after {load_after})"
+        ),
         format!(
             "supervised models: {after_sft:.0} s ({})",
             if models.sft_seconds > 0.0 { "trained" } else { "from the cache" }
@@ -229,7 +247,26 @@ pub fn run(args: &Args) -> Result<()> {
         format!("base and control evaluations: {:.0} s", after_controls - after_sft),
         format!("arms (training and evaluation): {:.0} s", after_arms - after_controls),
     ];
-    let plots = Vec::new();
+    let metrics: Vec<(Arm, Vec<Vec<serde_json::Value>>)> = Arm::ALL
+        .iter()
+        .map(|&arm| {
+            let seeds = args
+                .seeds
+                .iter()
+                .map(|seed| {
+                    let path = args
+                        .out
+                        .join("arms")
+                        .join(format!("{}-seed{seed}", arm.name()))
+                        .join("metrics.jsonl");
+                    let text = std::fs::read_to_string(&path).unwrap_or_default();
+                    text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+                })
+                .collect();
+            (arm, seeds)
+        })
+        .collect();
+    let plots = plots::draw(&args.out, &metrics)?;
     let control = (control_ok, control_why);
     let input = ReportInput {
         rows,
@@ -255,7 +292,10 @@ pub fn run(args: &Args) -> Result<()> {
     std::fs::write(args.out.join("eval.json"), serde_json::to_string_pretty(&eval_json)?)?;
     eprintln!("report: {} ({wall:.0} s)", args.out.join("report.md").display());
     if !control_ok {
-        bail!("the positive control failed: the evaluation is blind (see {})", args.out.join("report.md").display());
+        bail!(
+            "the positive control failed: the evaluation is blind (see {})",
+            args.out.join("report.md").display()
+        );
     }
     Ok(())
 }

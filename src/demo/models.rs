@@ -74,7 +74,8 @@ pub struct Models {
 
 fn hash(value: &impl Serialize) -> String {
     let text = serde_json::to_string(value).unwrap_or_default();
-    let h = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let h =
+        text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
     format!("{h:016x}")
 }
 
@@ -176,7 +177,13 @@ pub fn recipes(quick: bool) -> [Recipe; 3] {
 }
 
 /// Loads or trains the three models into `cache`; `device` must be an autodiff device.
-pub fn ensure_all(task: &SumTask, quick: bool, cache: &Path, device: &Device, log: &mut dyn FnMut(String)) -> Result<Models> {
+pub fn ensure_all(
+    task: &SumTask,
+    quick: bool,
+    cache: &Path,
+    device: &Device,
+    log: &mut dyn FnMut(String),
+) -> Result<Models> {
     let started = Instant::now();
     let [base_recipe, junior_recipe, control_recipe] = recipes(quick);
     let (base, a) = ensure(task, &base_recipe, None, cache, device, log)?;

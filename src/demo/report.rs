@@ -114,7 +114,8 @@ pub fn compare(a: &[&[ProblemResult]], b: &[&[ProblemResult]], seed: u64) -> trl
             .flat_map(|r| r.iter().map(|p| if kl { p.legibility.kl_exact } else { p.legibility.junior_nll }))
             .collect();
         let den: Vec<f64> = runs.iter().flat_map(|r| r.iter().map(|p| p.legibility.tokens as f64)).collect();
-        let pooled: Vec<usize> = (0..runs.len()).flat_map(|s| idx.iter().map(move |&i| s * problems + i)).collect();
+        let pooled: Vec<usize> =
+            (0..runs.len()).flat_map(|s| idx.iter().map(move |&i| s * problems + i)).collect();
         ratio_of_sums(&num, &den, &pooled)
     };
     let tax = |runs: &[&[ProblemResult]], idx: &[usize]| pass(runs, idx, false) - pass(runs, idx, true);
@@ -197,8 +198,8 @@ pub struct ReportInput<'a> {
     pub settings: Vec<String>,
     /// Wall time lines.
     pub timing: Vec<String>,
-    /// Plot files (relative names).
-    pub plots: Vec<String>,
+    /// Plot files (relative names) and their captions.
+    pub plots: Vec<(String, String)>,
 }
 
 fn show(e: &Estimate, d: usize) -> String {
@@ -209,7 +210,7 @@ fn show(e: &Estimate, d: usize) -> String {
 pub fn markdown(input: &ReportInput<'_>) -> String {
     let mut md = String::from("# trlvr demo: GRPO, TRLVR and KL-Reg in miniature\n\n");
     md += "Task: running sums, each step one paragraph, in a plain notation both models know or a \
-           shorthand only the senior's base learned; reward = correct − cost × tokens. The junior is a \
+           shorthand only the senior's base learned; reward = 1 − cost × tokens for a correct answer, 0 otherwise. The junior is a \
            smaller model trained on the plain notation only.\n\n";
     md += "## Table\n\n";
     md += "Base and controls: value [95% bootstrap interval over problems]. Arms: mean over seeds \
@@ -226,7 +227,11 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
             show(&r.junior_ce, 3),
             show(&r.junior_top1, 1),
             show(&r.drift, 3),
-            show(&r.shorthand, 1)
+            if r.shorthand.low == r.shorthand.high {
+                format!("{:.1}", r.shorthand.value)
+            } else {
+                show(&r.shorthand, 1)
+            }
         );
     }
     md += "\n## Positive control\n\n";
@@ -273,8 +278,7 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
         "TRLVR's chains are more legible (lower junior CE) and drift less",
         "KL-Reg does not reproduce the combination",
     ];
-    let reproduced: Vec<&str> =
-        claims.iter().zip(v.claims).filter(|(_, ok)| *ok).map(|(c, _)| *c).collect();
+    let reproduced: Vec<&str> = claims.iter().zip(v.claims).filter(|(_, ok)| *ok).map(|(c, _)| *c).collect();
     let not: Vec<&str> = claims.iter().zip(v.claims).filter(|(_, ok)| !*ok).map(|(c, _)| *c).collect();
     let _ = writeln!(
         md,
@@ -302,8 +306,8 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
     }
     if !input.plots.is_empty() {
         md += "\n## Over training\n\n";
-        for p in &input.plots {
-            let _ = writeln!(md, "![{p}]({p})\n");
+        for (file, caption) in &input.plots {
+            let _ = writeln!(md, "![{file}]({file})\n\n{caption}\n");
         }
     }
     md += "\n## Settings\n\n";
@@ -315,4 +319,64 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
         let _ = writeln!(md, "- {line}");
     }
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(value: f64, low: f64, high: f64) -> Estimate {
+        Estimate { value, low, high }
+    }
+
+    fn comparisons(solo: Estimate, tax: Estimate, ce: Estimate) -> Comparisons {
+        Comparisons { solo, tax, junior_ce: ce, drift: ce }
+    }
+
+    #[test]
+    fn claims_follow_the_intervals() {
+        // TRLVR: lower tax and CE, solo within reach; KL-Reg: nothing distinguishable.
+        let trlvr = comparisons(e(-1.0, -4.0, 2.0), e(-30.0, -40.0, -20.0), e(-2.0, -3.0, -1.0));
+        let klreg = comparisons(e(0.0, -2.0, 2.0), e(-1.0, -5.0, 3.0), e(0.0, -0.1, 0.1));
+        let v = verdicts(&trlvr, &klreg);
+        assert_eq!(v.claims, [true, true, true, true]);
+        // A tax interval straddling zero is not a reproduction; nor is a solo drop
+        // whose interval reaches past the reach; a KL-Reg that matches TRLVR breaks claim 4.
+        let trlvr = comparisons(e(-8.0, -12.0, -4.0), e(-3.0, -9.0, 2.0), e(-2.0, -3.0, -1.0));
+        let v = verdicts(&trlvr, &trlvr);
+        assert!(!v.trlvr_tax_below_grpo && !v.trlvr_solo_within_reach && v.trlvr_ce_below_grpo);
+        let good = comparisons(e(0.0, -1.0, 1.0), e(-30.0, -40.0, -20.0), e(-2.0, -3.0, -1.0));
+        assert_eq!(verdicts(&good, &good).claims, [true, true, true, false]);
+    }
+
+    #[test]
+    fn paired_comparison_of_identical_runs_is_zero() {
+        let p = |id, solo, handoff| ProblemResult {
+            id,
+            n: 4,
+            solo_correct: solo,
+            handoff_correct: handoff,
+            solo_tokens: 40,
+            handoff_tokens: 40,
+            handoff_senior_tokens: 20,
+            handoff_junior_nll: 4.0,
+            legibility: trlvr::eval::ChainStats {
+                tokens: 40,
+                junior_nll: 8.0,
+                junior_top1: 30,
+                kl_k3: 1.0,
+                kl_exact: 1.0,
+            },
+        };
+        let run = vec![p(0, 4, 2), p(1, 2, 2), p(2, 3, 0)];
+        let c = compare(&[&run], &[&run], 1).unwrap();
+        for est in [c.solo, c.tax, c.junior_ce, c.drift] {
+            assert_eq!((est.value, est.low, est.high), (0.0, 0.0, 0.0));
+        }
+        // A run that loses every handoff has a tax higher by its handoff accuracy.
+        let worse: Vec<ProblemResult> =
+            run.iter().map(|r| ProblemResult { handoff_correct: 0, ..r.clone() }).collect();
+        let c = compare(&[&worse], &[&run], 1).unwrap();
+        assert!((c.tax.value - 100.0 * (2.0 + 2.0) / 12.0).abs() < 1e-9 && c.tax.low > 0.0, "{:?}", c.tax);
+    }
 }

@@ -126,7 +126,11 @@ impl SumTask {
     /// The text of `ids` (EOS and unknown ids write nothing).
     pub fn text(&self, ids: &[TokenId]) -> String {
         let texts = self.token_texts();
-        ids.iter().filter(|&&id| id != EOS).filter_map(|&id| texts.get(id as usize)).map(String::as_str).collect()
+        ids.iter()
+            .filter(|&&id| id != EOS)
+            .filter_map(|&id| texts.get(id as usize))
+            .map(String::as_str)
+            .collect()
     }
 
     /// `count` problems drawn from `seed`.
@@ -234,7 +238,10 @@ mod tests {
             let plain = task.chain(&problem, &[Notation::Plain]);
             let short = task.chain(&problem, &[Notation::Shorthand]);
             assert!(short.len() < plain.len());
-            let (rp, rs) = (verifier.verify(&task.text(&plain), &reference), verifier.verify(&task.text(&short), &reference));
+            let (rp, rs) = (
+                verifier.verify(&task.text(&plain), &reference),
+                verifier.verify(&task.text(&short), &reference),
+            );
             assert!(rp.correct && rs.correct, "{}", task.text(&plain));
             assert!(rs.value > rp.value, "the length cost favours shorthand");
             assert_eq!(notation_counts(&plain), (problem.terms.len() - 1, 0));

@@ -53,7 +53,8 @@ pub fn sft_loss<P: Policy>(policy: &P, examples: &[&SftExample], pad: TokenId) -
     if examples.is_empty() || examples.iter().any(|e| e.response.is_empty() || e.prompt.is_empty()) {
         return Err(Error::Config("SFT needs examples with a prompt and a response".into()));
     }
-    let rows: Vec<Vec<TokenId>> = examples.iter().map(|e| [e.prompt.as_slice(), &e.response].concat()).collect();
+    let rows: Vec<Vec<TokenId>> =
+        examples.iter().map(|e| [e.prompt.as_slice(), &e.response].concat()).collect();
     let width = rows.iter().map(Vec::len).max().unwrap_or(0);
     // 1 on response positions (log-probs at t score token t given its prefix).
     let mut mask = vec![0f32; rows.len() * width];
@@ -119,15 +120,12 @@ mod tests {
             SftExample { prompt: vec![3], response: vec![1, 2, 0] },
         ];
         let policy = BigramLm::random(4, 0.5, &device);
-        let before = f64::from(
-            sft_loss(&policy, &[&data[0], &data[1]], 0).unwrap().into_scalar::<f32>(),
-        );
+        let before = f64::from(sft_loss(&policy, &[&data[0], &data[1]], 0).unwrap().into_scalar::<f32>());
         let mut losses = Vec::new();
         let config = SftConfig { steps: 60, batch_size: 2, lr: 0.1, ..SftConfig::default() };
         let policy = fit_sft(policy, &data, &config, &mut |_, l| losses.push(l)).unwrap();
         assert_eq!(losses.len(), 60);
-        let after =
-            f64::from(sft_loss(&policy, &[&data[0], &data[1]], 0).unwrap().into_scalar::<f32>());
+        let after = f64::from(sft_loss(&policy, &[&data[0], &data[1]], 0).unwrap().into_scalar::<f32>());
         assert!(after < 0.5 * before, "loss {before} -> {after}");
         // The learned bigram puts 1 -> 2 high; 3 -> 3 (never a target) stays low.
         let probs = policy.valid().table.val().try_into_vec_as::<f32>().unwrap();
