@@ -179,6 +179,31 @@ pub fn verdicts(trlvr_vs_grpo: &Comparisons, klreg_vs_grpo: &Comparisons) -> Ver
     }
 }
 
+/// The claims of method.md §6, in order.
+pub const CLAIMS: [&str; 4] = [
+    "TRLVR ≈ GRPO on solo accuracy",
+    "TRLVR ≫ GRPO on handoff accuracy (near-zero tax)",
+    "TRLVR's chains are more legible (lower junior CE) and drift less",
+    "KL-Reg does not reproduce the combination",
+];
+
+/// The sentence saying which claims this run reproduces and which it does not.
+pub fn claims_sentence(reproduced: [bool; 4]) -> String {
+    let pick = |want: bool| -> Vec<&str> {
+        CLAIMS.iter().zip(reproduced).filter(|&(_, ok)| ok == want).map(|(c, _)| *c).collect()
+    };
+    let (yes, no) = (pick(true), pick(false));
+    let mut text = format!("This run reproduces {} of the four claims", yes.len());
+    if !yes.is_empty() {
+        text += &format!(": {}", yes.join("; "));
+    }
+    text.push('.');
+    if !no.is_empty() {
+        text += &format!(" It does not reproduce: {}.", no.join("; "));
+    }
+    text + "\n"
+}
+
 /// Everything the Markdown needs.
 #[derive(Debug)]
 pub struct ReportInput<'a> {
@@ -272,22 +297,7 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
         if v.klreg_combination { "reaches" } else { "does not reach" },
     );
     md += "\n## The paper's claims (method.md §6)\n\n";
-    let claims = [
-        "TRLVR ≈ GRPO on solo accuracy",
-        "TRLVR ≫ GRPO on handoff accuracy (near-zero tax)",
-        "TRLVR's chains are more legible (lower junior CE) and drift less",
-        "KL-Reg does not reproduce the combination",
-    ];
-    let reproduced: Vec<&str> = claims.iter().zip(v.claims).filter(|(_, ok)| *ok).map(|(c, _)| *c).collect();
-    let not: Vec<&str> = claims.iter().zip(v.claims).filter(|(_, ok)| !*ok).map(|(c, _)| *c).collect();
-    let _ = writeln!(
-        md,
-        "This run reproduces {} of the four claims{}{}{}",
-        reproduced.len(),
-        if reproduced.is_empty() { String::new() } else { format!(": {}", reproduced.join("; ")) },
-        if not.is_empty() { String::from(". It does not reproduce: ") } else { String::new() },
-        if not.is_empty() { format!("{}.", not.join("; ")) } else { ".".into() },
-    );
+    md += &claims_sentence(v.claims);
     md += "\nEach claim is read off the comparison intervals above, not written in advance; with \
            few seeds and a small evaluation set, an interval that straddles zero counts as not reproduced.\n";
     md += "\n## Runs\n\n| arm | seed | steps | rollout tokens | seconds | solo | tax | junior CE | shorthand (%) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
@@ -347,6 +357,25 @@ mod tests {
         assert!(!v.trlvr_tax_below_grpo && !v.trlvr_solo_within_reach && v.trlvr_ce_below_grpo);
         let good = comparisons(e(0.0, -1.0, 1.0), e(-30.0, -40.0, -20.0), e(-2.0, -3.0, -1.0));
         assert_eq!(verdicts(&good, &good).claims, [true, true, true, false]);
+    }
+
+    #[test]
+    fn the_claims_sentence_lists_each_claim_once() {
+        let all = claims_sentence([true; 4]);
+        assert!(
+            all.starts_with("This run reproduces 4 of the four claims: ")
+                && !all.contains("does not reproduce:")
+        );
+        let none = claims_sentence([false; 4]);
+        assert!(
+            none.starts_with("This run reproduces 0 of the four claims. It does not reproduce: "),
+            "{none}"
+        );
+        let some = claims_sentence([true, false, true, false]);
+        assert!(
+            some.contains("reproduces 2 of")
+                && some.contains(&format!("It does not reproduce: {}; {}.", CLAIMS[1], CLAIMS[3]))
+        );
     }
 
     #[test]
