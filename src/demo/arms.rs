@@ -192,8 +192,11 @@ pub fn train(
         classes: ctx.classes,
     };
     let mut trainer = Trainer::new(config, base.clone(), junior, schedule, objective, train_task)?;
+    // A rerun starts the arm afresh: no metrics lines or checkpoints of an older run stay.
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)?;
+    }
     let run = RunDir::open(dir)?;
-    let _ = std::fs::remove_file(run.metrics_path());
     let mut file = std::fs::File::create(run.metrics_path())?;
     let probe_set = &ctx.eval[..rl.probe_problems.min(ctx.eval.len())];
     let mut tokens = 0usize;
