@@ -26,7 +26,7 @@ use trlvr::eval::ProblemResult;
 use trlvr::train::Example;
 
 use arms::{Arm, Context, Evaluated, RlSettings};
-use report::{CONTROL_CE_RATIO, CONTROL_TAX_POINTS, ReportInput, Row};
+use report::{ArmRuns, CONTROL_CE_RATIO, CONTROL_TAX_POINTS, ReportInput, Row, SeedRun};
 
 /// Arguments of `trlvr demo`.
 #[derive(Debug, clap::Args)]
@@ -150,7 +150,7 @@ pub fn run(args: &Args) -> Result<()> {
     let after_controls = started.elapsed().as_secs_f64();
 
     // 4. The arms.
-    let mut runs: Vec<(Arm, Vec<(u64, Evaluated, usize, usize, f64)>)> = Vec::new();
+    let mut runs: ArmRuns<Evaluated> = Vec::new();
     for arm in Arm::ALL {
         let mut seeds = Vec::new();
         for &seed in &args.seeds {
@@ -176,7 +176,13 @@ pub fn run(args: &Args) -> Result<()> {
                 evaluated.report.macro_figures.handoff[0].estimate.value,
                 evaluated.report.macro_figures.legibility.junior_ce.value
             ));
-            seeds.push((seed, evaluated, trained.steps, trained.tokens, trained.seconds));
+            seeds.push(SeedRun {
+                seed,
+                result: evaluated,
+                steps: trained.steps,
+                tokens: trained.tokens,
+                seconds: trained.seconds,
+            });
         }
         runs.push((arm, seeds));
     }
@@ -186,7 +192,7 @@ pub fn run(args: &Args) -> Result<()> {
     let problems = |arm: Arm| -> Vec<&[ProblemResult]> {
         runs.iter()
             .filter(|(a, _)| *a == arm)
-            .flat_map(|(_, s)| s.iter().map(|(_, e, ..)| e.report.sets[0].problems.as_slice()))
+            .flat_map(|(_, s)| s.iter().map(|r| r.result.report.sets[0].problems.as_slice()))
             .collect()
     };
     let trlvr_vs_grpo = report::compare(&problems(Arm::Trlvr), &problems(Arm::Grpo), 5)?;
@@ -197,20 +203,15 @@ pub fn run(args: &Args) -> Result<()> {
         ("positive control".to_string(), control_row),
         ("control, self-paired".to_string(), self_row),
     ];
-    let run_rows: Vec<(Arm, Vec<(u64, Row, usize, usize, f64)>)> = runs
+    let run_rows: ArmRuns<Row> = runs
         .iter()
         .map(|(arm, seeds)| {
-            (
-                *arm,
-                seeds
-                    .iter()
-                    .map(|(s, e, st, t, sec)| (*s, Row::of(&e.report, e.shorthand), *st, *t, *sec))
-                    .collect(),
-            )
+            let rows = seeds.iter().map(|r| r.map(|e| Row::of(&e.report, e.shorthand))).collect();
+            (*arm, rows)
         })
         .collect();
     for (arm, seeds) in &run_rows {
-        let r: Vec<Row> = seeds.iter().map(|(_, r, ..)| *r).collect();
+        let r: Vec<Row> = seeds.iter().map(|s| s.result).collect();
         rows.push((arm.name().to_string(), Row::over_seeds(&r)));
     }
     let wall = started.elapsed().as_secs_f64();
@@ -282,9 +283,7 @@ pub fn run(args: &Args) -> Result<()> {
     std::fs::write(args.out.join("report.md"), report::markdown(&input))?;
     let eval_json = json!({
         "base": eval_base, "positive_control": eval_control, "control_self_paired": eval_self,
-        "arms": runs.iter().map(|(arm, seeds)| json!({ "arm": arm, "seeds": seeds.iter().map(|(s, e, st, t, sec)|
-            json!({ "seed": s, "eval": e, "steps": st, "rollout_tokens": t, "seconds": sec })).collect::<Vec<_>>() }))
-            .collect::<Vec<_>>(),
+        "arms": runs.iter().map(|(arm, seeds)| json!({ "arm": arm, "seeds": seeds })).collect::<Vec<_>>(),
         "table": input.rows.iter().map(|(l, r)| json!({ "model": l, "row": r })).collect::<Vec<_>>(),
         "comparisons": { "trlvr_vs_grpo": trlvr_vs_grpo, "klreg_vs_grpo": klreg_vs_grpo },
         "verdicts": verdicts, "positive_control_passed": control_ok, "wall_s": wall,

@@ -204,13 +204,44 @@ pub fn claims_sentence(reproduced: [bool; 4]) -> String {
     text + "\n"
 }
 
+/// One seed of an arm: what it gave (`T`: an evaluation or a table row) and its cost.
+#[derive(Debug, Clone, Serialize)]
+pub struct SeedRun<T> {
+    /// The seed.
+    pub seed: u64,
+    /// Its result.
+    pub result: T,
+    /// Training steps taken.
+    pub steps: usize,
+    /// Rollout tokens spent.
+    pub tokens: usize,
+    /// Wall time of training, probes included.
+    pub seconds: f64,
+}
+
+impl<T> SeedRun<T> {
+    /// The same seed and costs with the result mapped by `f`.
+    pub fn map<U>(&self, f: impl FnOnce(&T) -> U) -> SeedRun<U> {
+        SeedRun {
+            seed: self.seed,
+            result: f(&self.result),
+            steps: self.steps,
+            tokens: self.tokens,
+            seconds: self.seconds,
+        }
+    }
+}
+
+/// Each arm's seeds.
+pub type ArmRuns<T> = Vec<(Arm, Vec<SeedRun<T>>)>;
+
 /// Everything the Markdown needs.
 #[derive(Debug)]
 pub struct ReportInput<'a> {
     /// (label, row) for base, control, control self-paired, then each arm's mean over seeds.
     pub rows: Vec<(String, Row)>,
-    /// Per arm, per seed: (seed, row, steps, rollout tokens, seconds).
-    pub runs: Vec<(Arm, Vec<(u64, Row, usize, usize, f64)>)>,
+    /// Per arm, per seed.
+    pub runs: ArmRuns<Row>,
     /// TRLVR − GRPO.
     pub trlvr_vs_grpo: Comparisons,
     /// KL-Reg − GRPO.
@@ -302,7 +333,7 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
            few seeds and a small evaluation set, an interval that straddles zero counts as not reproduced.\n";
     md += "\n## Runs\n\n| arm | seed | steps | rollout tokens | seconds | solo | tax | junior CE | shorthand (%) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (arm, seeds) in &input.runs {
-        for (seed, r, steps, tokens, seconds) in seeds {
+        for SeedRun { seed, result: r, steps, tokens, seconds } in seeds {
             let _ = writeln!(
                 md,
                 "| {} | {seed} | {steps} | {tokens} | {seconds:.0} | {:.1} | {:.1} | {:.3} | {:.1} |",

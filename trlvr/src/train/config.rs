@@ -178,7 +178,10 @@ impl TrainConfig {
         if !(self.grad_clip.is_finite() && self.grad_clip >= 0.0) {
             return Err(Error::Config(format!("grad_clip must be >= 0, got {}", self.grad_clip)));
         }
-        if self.adam_betas.iter().any(|b| !(0.0..1.0).contains(b)) || !(self.adam_eps > 0.0) {
+        if self.adam_betas.iter().any(|b| !(0.0..1.0).contains(b))
+            || self.adam_eps.is_nan()
+            || self.adam_eps <= 0.0
+        {
             return Err(Error::Config("adam_betas must lie in [0, 1) and adam_eps be > 0".into()));
         }
         if let LrSchedule::Cosine { min_ratio, .. } = self.lr_schedule
