@@ -428,7 +428,7 @@ mod tests {
                 kl_exact: 1.0,
             },
         };
-        let run = vec![p(0, 4, 2), p(1, 2, 2), p(2, 3, 0)];
+        let run = vec![p(0, 4, 2), p(1, 2, 2), p(2, 3, 1)];
         let c = compare(&[&run], &[&run], 1).unwrap();
         for est in [c.solo, c.tax, c.junior_ce, c.drift] {
             assert_eq!((est.value, est.low, est.high), (0.0, 0.0, 0.0));
@@ -437,6 +437,10 @@ mod tests {
         let worse: Vec<ProblemResult> =
             run.iter().map(|r| ProblemResult { handoff_correct: 0, ..r.clone() }).collect();
         let c = compare(&[&worse], &[&run], 1).unwrap();
-        assert!((c.tax.value - 100.0 * (2.0 + 2.0) / 12.0).abs() < 1e-9 && c.tax.low > 0.0, "{:?}", c.tax);
+        assert!(
+            (c.tax.value - 100.0 * (2.0 + 2.0 + 1.0) / 12.0).abs() < 1e-9 && c.tax.low > 0.0,
+            "{:?}",
+            c.tax
+        );
     }
 }
