@@ -1,5 +1,6 @@
 //! `trlvr`: the command-line front end.
 
+mod demo;
 mod eval;
 mod generate;
 mod handoff;
@@ -32,6 +33,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The paper's comparison in miniature: GRPO, TRLVR and KL-Reg on a synthetic task, with a report.
+    Demo(demo::Args),
     /// Show who would write each token of a text under a handoff schedule.
     Handoff(handoff::Args),
     /// Generate an answer with one model (HF directory or GGUF file).
@@ -52,6 +55,7 @@ enum Command {
 
 fn main() -> Result<()> {
     match Cli::parse().command {
+        Command::Demo(args) => demo::run(&args),
         Command::Handoff(args) => handoff::run(&args),
         Command::Plugins(args) => plugins::run(&args),
         Command::Generate(args) => generate::run(&args),

@@ -22,6 +22,8 @@
 //! | the tandem rollout engine, sampling | [`rollout`] |
 //! | plugins: a registry of named objectives, schedules, partners; dynamic loading | [`plugin`] |
 //! | the trainer: steps, validation, checkpoints, exact resume | [`train`] |
+//! | the supervised (next-token) stage | [`train::sft`] |
+//! | the demo's task: running sums in a plain and a shorthand notation | [`demo`] |
 //! | group advantages | [`advantage`] |
 //! | attention / response / ownership masks, the loss mask | [`mask`] |
 //! | datasets of problems (JSONL; GSM8K, MATH, DeepScaleR layouts) | [`data`] |
@@ -73,6 +75,7 @@
 pub mod advantage;
 pub mod bigram;
 pub mod data;
+pub mod demo;
 pub mod device;
 mod error;
 pub mod eval;

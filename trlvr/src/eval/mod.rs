@@ -506,8 +506,8 @@ fn check_sets(sets: &[EvalSet]) -> Result<()> {
     Ok(())
 }
 
-/// FNV-1a over the prompt's ids.
-fn prompt_hash(tokens: &[TokenId]) -> u64 {
+/// FNV-1a over the prompt's ids: the key of a problem's samples in a [`SampleStore`].
+pub fn prompt_hash(tokens: &[TokenId]) -> u64 {
     tokens
         .iter()
         .flat_map(|t| t.to_le_bytes())

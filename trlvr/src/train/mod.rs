@@ -54,6 +54,7 @@
 mod checkpoint;
 mod config;
 mod run;
+pub mod sft;
 mod update;
 
 use std::time::Instant;
@@ -66,6 +67,7 @@ use serde::{Deserialize, Serialize};
 
 pub use config::{LrSchedule, TrainConfig};
 pub use run::RunDir;
+pub use sft::{SftConfig, SftExample, fit_sft, sft_loss};
 pub use update::{objective_batch, sequences};
 
 use crate::advantage::advantages;

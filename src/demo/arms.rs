@@ -1,0 +1,256 @@
+//! The three arms (GRPO, TRLVR, KL-Reg) trained from one base on one rollout-token budget,
+//! with a small evaluation probe during training, and the evaluation every model gets.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Result;
+use burn::module::Module;
+use serde::Serialize;
+use serde_json::{Value, json};
+use trlvr::demo::{Problem, SumTask, notation_counts};
+use trlvr::eval::{EvalConfig, EvalProblem, EvalSet, Evaluation, Mode, Report, SampleStore, prompt_hash};
+use trlvr::prelude::*;
+use trlvr::train::{Example, RunDir, Task, TrainConfig, Trainer};
+use trlvr_junior_kl::JuniorKl;
+use trlvr_models::{Decoder, ModelConfig, save_hf_dir};
+
+/// An arm of the study.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arm {
+    /// Solo rollouts, GRPO.
+    Grpo,
+    /// Tandem rollouts with the junior, GRPO on senior tokens.
+    Trlvr,
+    /// Solo rollouts, GRPO + β·KL(senior ‖ junior).
+    KlReg,
+}
+
+impl Arm {
+    /// All three, in table order.
+    pub const ALL: [Arm; 3] = [Arm::Grpo, Arm::Trlvr, Arm::KlReg];
+
+    /// The name in tables and folders.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arm::Grpo => "grpo",
+            Arm::Trlvr => "trlvr",
+            Arm::KlReg => "kl-reg",
+        }
+    }
+}
+
+/// Settings of the RL stage and of evaluation.
+#[derive(Debug, Clone, Serialize)]
+pub struct RlSettings {
+    /// Rollout tokens (both authors) each arm may spend.
+    pub token_budget: usize,
+    /// Prompts per step.
+    pub prompts_per_step: usize,
+    /// Rollouts per prompt.
+    pub group_size: usize,
+    /// Learning rate (AdamW, constant).
+    pub lr: f64,
+    /// β of KL-Reg.
+    pub beta: f64,
+    /// Probe the senior every this many steps.
+    pub probe_every: usize,
+    /// Problems of the probe.
+    pub probe_problems: usize,
+    /// Held-out problems of the final evaluation.
+    pub eval_problems: usize,
+    /// Samples per problem and mode in the final evaluation.
+    pub eval_n: usize,
+}
+
+/// The shared pieces: task, vocabulary, problems.
+pub struct Context<'a> {
+    /// The task.
+    pub task: &'a SumTask,
+    /// Word starts and EOS.
+    pub classes: &'a TokenClasses,
+    /// Training problems.
+    pub train: Vec<Example>,
+    /// Held-out evaluation problems.
+    pub eval: Vec<Problem>,
+    /// Settings.
+    pub rl: &'a RlSettings,
+}
+
+/// What an evaluation gave, with the shorthand share of the senior's solo steps.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evaluated {
+    /// The figures.
+    pub report: Report,
+    /// Fraction of the senior's solo steps written in shorthand.
+    pub shorthand: f64,
+}
+
+/// Evaluates `senior` with `junior` on `problems` (`n` samples per problem and mode).
+pub fn evaluate(
+    ctx: &Context<'_>,
+    senior: &Decoder,
+    junior: &Decoder,
+    problems: &[Problem],
+    n: usize,
+) -> Result<Evaluated> {
+    let task = ctx.task;
+    let detokenize = |ids: &[TokenId]| task.text(ids);
+    let config = EvalConfig {
+        n,
+        ks: vec![1],
+        max_new_tokens: task.max_chain_tokens() + 4,
+        seed: 7,
+        batch_problems: 32,
+        bootstrap: 400,
+        ..EvalConfig::default()
+    };
+    let eval_problems: Vec<EvalProblem> = problems
+        .iter()
+        .enumerate()
+        .map(|(id, p)| EvalProblem { id, prompt: task.prompt(p), reference: p.sum().to_string() })
+        .collect();
+    let set = EvalSet::new("sums", eval_problems.clone(), Box::new(task.verifier()));
+    let evaluation = Evaluation::new(senior, junior, ctx.classes, config, &detokenize)?;
+    let mut store = SampleStore::in_memory();
+    let report = evaluation.run(std::slice::from_ref(&set), &mut store, &mut |_| {})?;
+    let (mut plain, mut short) = (0, 0);
+    for p in &eval_problems {
+        if let Some(found) = store.get("sums", p.id, Mode::Solo, prompt_hash(&p.prompt)) {
+            for s in &found.samples {
+                let (a, b) = notation_counts(&s.tokens);
+                plain += a;
+                short += b;
+            }
+        }
+    }
+    Ok(Evaluated { report, shorthand: short as f64 / (plain + short).max(1) as f64 })
+}
+
+/// One trained arm.
+#[derive(Debug)]
+pub struct Trained {
+    /// The senior after training (no autodiff).
+    pub senior: Decoder,
+    /// Steps taken.
+    pub steps: usize,
+    /// Rollout tokens spent.
+    pub tokens: usize,
+    /// Wall time of training, probes included.
+    pub seconds: f64,
+}
+
+/// Trains `arm` from `base` with seed `seed` into `dir` (metrics.jsonl, a checkpoint and
+/// the senior in the Hugging Face layout under `model/`).
+#[allow(clippy::too_many_arguments)]
+pub fn train(
+    ctx: &Context<'_>,
+    arm: Arm,
+    seed: u64,
+    base: &Decoder,
+    base_config: &ModelConfig,
+    junior: &Decoder,
+    dir: &Path,
+    log: &mut dyn FnMut(String),
+) -> Result<Trained> {
+    let started = Instant::now();
+    let rl = ctx.rl;
+    let task = ctx.task;
+    let verifier = task.verifier();
+    let detokenize = |ids: &[TokenId]| task.text(ids);
+    let config = TrainConfig {
+        steps: 100_000,
+        prompts_per_step: rl.prompts_per_step,
+        group_size: rl.group_size,
+        mini_batch_prompts: rl.prompts_per_step,
+        micro_batch_rows: rl.prompts_per_step * rl.group_size,
+        max_new_tokens: task.max_chain_tokens() + 4,
+        lr: rl.lr,
+        validate_every: 0,
+        checkpoint_every: 0,
+        samples_per_step: 0,
+        seed,
+        ..TrainConfig::default()
+    };
+    let grpo = Grpo::new(GrpoConfig::default())?;
+    let kl = JuniorKl::new(GrpoConfig::default(), rl.beta)?;
+    let solo = Solo::senior();
+    let word = WordBoundary::new(0.5, 32)?;
+    let (schedule, objective): (&dyn HandoffSchedule, &dyn Objective) = match arm {
+        Arm::Grpo => (&solo, &grpo),
+        Arm::Trlvr => (&word, &grpo),
+        Arm::KlReg => (&solo, &kl),
+    };
+    let train_task = Task {
+        train: &ctx.train,
+        validation: &[],
+        verifier: &verifier,
+        validation_verifier: &verifier,
+        text: &detokenize,
+        classes: ctx.classes,
+    };
+    let mut trainer = Trainer::new(config, base.clone(), junior, schedule, objective, train_task)?;
+    // A rerun starts the arm afresh: no metrics lines or checkpoints of an older run stay.
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)?;
+    }
+    let run = RunDir::open(dir)?;
+    let mut file = std::fs::File::create(run.metrics_path())?;
+    let probe_set = &ctx.eval[..rl.probe_problems.min(ctx.eval.len())];
+    let mut tokens = 0usize;
+    let mut write = |line: Value| -> Result<()> { Ok(writeln!(file, "{line}")?) };
+    // Step 0: the base itself.
+    let probe = evaluate(ctx, &trainer.senior().valid(), junior, probe_set, 2)?;
+    write(probe_line(arm, seed, 0, 0, None, &probe))?;
+    while tokens < rl.token_budget {
+        let out = trainer.step()?;
+        let m = &out.metrics;
+        tokens += (m.response_len_mean * (rl.prompts_per_step * rl.group_size) as f64).round() as usize;
+        let step = m.step;
+        let mut line = json!({ "arm": arm.name(), "seed": seed, "step": step, "rollout_tokens": tokens,
+            "train": serde_json::to_value(m)? });
+        if step % rl.probe_every == 0 || tokens >= rl.token_budget {
+            let probe = evaluate(ctx, &trainer.senior().valid(), junior, probe_set, 2)?;
+            line = probe_line(arm, seed, step, tokens, Some(line["train"].clone()), &probe);
+            log(format!(
+                "{} seed {seed}: step {step}, {tokens} tokens, reward {:.2}, probe solo {:.0}%, tax {:.0}, shorthand {:.0}%",
+                arm.name(),
+                m.reward_mean,
+                probe.report.macro_figures.solo[0].estimate.value,
+                probe.report.macro_figures.tax.points.value,
+                100.0 * probe.shorthand
+            ));
+        }
+        write(line)?;
+    }
+    let steps = trainer.state().step;
+    trainer.save_checkpoint(&run.checkpoint_dir(steps))?;
+    let senior = trainer.senior().valid();
+    save_hf_dir(&senior, base_config, None, dir.join("model"))?;
+    Ok(Trained { senior, steps, tokens, seconds: started.elapsed().as_secs_f64() })
+}
+
+fn probe_line(
+    arm: Arm,
+    seed: u64,
+    step: usize,
+    tokens: usize,
+    train: Option<Value>,
+    probe: &Evaluated,
+) -> Value {
+    let f = &probe.report.macro_figures;
+    json!({
+        "arm": arm.name(), "seed": seed, "step": step, "rollout_tokens": tokens, "train": train,
+        "probe": {
+            "solo_pass1": f.solo[0].estimate.value,
+            "handoff_pass1": f.handoff[0].estimate.value,
+            "tax": f.tax.points.value,
+            "junior_ce": f.legibility.junior_ce.value,
+            "junior_top1": f.legibility.junior_top1.value,
+            "kl": f.drift.kl_exact.value,
+            "shorthand": probe.shorthand,
+        }
+    })
+}

@@ -1,0 +1,206 @@
+//! The demo's models, trained from scratch by the supervised stage and cached on disk:
+//! the base (both notations), the weaker junior (plain only) and the positive control
+//! (the base fine-tuned on shorthand only).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use burn::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use serde_json::json;
+use trlvr::demo::{SumTask, task::EOS};
+use trlvr::train::{SftConfig, SftExample, fit_sft};
+use trlvr_models::{Decoder, ModelConfig, load_hf_dir, save_hf_dir};
+
+/// The shape of one Qwen3-style decoder.
+#[derive(Debug, Clone, Serialize)]
+pub struct Shape {
+    /// Decoder blocks.
+    pub layers: usize,
+    /// Residual width.
+    pub hidden: usize,
+    /// Query heads (key/value heads are half, at least 1).
+    pub heads: usize,
+}
+
+impl Shape {
+    /// The model config for a vocabulary of `vocab` ids.
+    pub fn config(&self, vocab: usize) -> Result<ModelConfig> {
+        let head_dim = self.hidden / self.heads;
+        let value = json!({
+            "model_type": "qwen3", "vocab_size": vocab, "hidden_size": self.hidden,
+            "intermediate_size": 3 * self.hidden, "num_hidden_layers": self.layers,
+            "num_attention_heads": self.heads, "num_key_value_heads": (self.heads / 2).max(1),
+            "head_dim": head_dim, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+            "tie_word_embeddings": true, "max_position_embeddings": 128,
+        });
+        Ok(serde_json::from_value(value)?)
+    }
+}
+
+/// How one model is made: shape, data mix and supervised settings.
+#[derive(Debug, Clone, Serialize)]
+pub struct Recipe {
+    /// Cache folder name prefix.
+    pub name: &'static str,
+    /// Architecture.
+    pub shape: Shape,
+    /// Shorthand probabilities per chain, drawn uniformly (each step of a chain is in
+    /// shorthand with the chain's probability).
+    pub shorthand_mix: Vec<f64>,
+    /// Supervised settings.
+    pub sft: SftConfig,
+    /// Seed of the weights' initialisation and of the training problems.
+    pub seed: u64,
+}
+
+/// The three models.
+#[derive(Debug)]
+pub struct Models {
+    /// The senior's starting point (autodiff device).
+    pub base: Decoder,
+    /// The frozen, weaker junior.
+    pub junior: Decoder,
+    /// The senior made to write shorthand always.
+    pub control: Decoder,
+    /// Their config files, for saving checkpoints.
+    pub base_config: ModelConfig,
+    /// Seconds spent training (0 when all came from the cache).
+    pub sft_seconds: f64,
+}
+
+fn hash(value: &impl Serialize) -> String {
+    let text = serde_json::to_string(value).unwrap_or_default();
+    let h =
+        text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    format!("{h:016x}")
+}
+
+/// Supervised examples of `recipe`'s notation mix on fresh problems.
+fn data(task: &SumTask, recipe: &Recipe, count: usize) -> Vec<SftExample> {
+    let mut rng = ChaCha8Rng::seed_from_u64(recipe.seed ^ 0xDA7A);
+    task.problems(count, recipe.seed)
+        .iter()
+        .map(|p| {
+            let q = recipe.shorthand_mix[rng.random_range(0..recipe.shorthand_mix.len())];
+            SftExample { prompt: task.prompt(p), response: task.mixed_chain(p, q, &mut rng) }
+        })
+        .collect()
+}
+
+/// Loads `recipe`'s model from the cache under `cache`, or trains it (from `start`, or
+/// from scratch) and caches it. Returns the model on `device` and whether it was trained.
+fn ensure(
+    task: &SumTask,
+    recipe: &Recipe,
+    start: Option<(&Decoder, &str)>,
+    cache: &Path,
+    device: &Device,
+    log: &mut dyn FnMut(String),
+) -> Result<(Decoder, bool)> {
+    let key = hash(&(task, recipe, start.map(|(_, key)| key)));
+    let dir = cache.join(format!("{}-{key}", recipe.name));
+    if dir.join("model.safetensors").exists() {
+        let (model, _) = load_hf_dir(&dir, device).with_context(|| format!("reading {}", dir.display()))?;
+        log(format!("{}: cached in {}", recipe.name, dir.display()));
+        return Ok((model, false));
+    }
+    let config = recipe.shape.config(task.vocab_size())?;
+    let model = match start {
+        Some((model, _)) => model.clone(),
+        None => {
+            device.seed(recipe.seed);
+            config.init(device)
+        }
+    };
+    let examples = data(task, recipe, 20_000);
+    let started = Instant::now();
+    let steps = recipe.sft.steps;
+    let mut last = 0.0;
+    let model = fit_sft(model, &examples, &recipe.sft, &mut |step, loss| {
+        last = loss;
+        if step % (steps / 4).max(1) == 0 {
+            log(format!("{}: SFT step {step}/{steps}, loss {loss:.3}", recipe.name));
+        }
+    })?;
+    let tmp = dir.with_extension("tmp");
+    save_hf_dir(&model.valid(), &config, None, &tmp)?;
+    std::fs::write(tmp.join("recipe.json"), serde_json::to_string_pretty(&(task, recipe))?)?;
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::rename(&tmp, &dir)?;
+    log(format!(
+        "{}: trained in {:.0} s (final loss {last:.3}), saved to {}",
+        recipe.name,
+        started.elapsed().as_secs_f64(),
+        dir.display()
+    ));
+    Ok((model, true))
+}
+
+/// The three recipes for a task: base, junior, control.
+pub fn recipes(quick: bool) -> [Recipe; 3] {
+    let scale = if quick { 4 } else { 1 };
+    let sft = |steps: usize, seed| SftConfig {
+        steps: steps / scale,
+        batch_size: 64,
+        lr: 3e-3,
+        weight_decay: 0.01,
+        seed,
+        pad: EOS,
+    };
+    [
+        Recipe {
+            name: "base",
+            shape: Shape { layers: 2, hidden: 64, heads: 4 },
+            shorthand_mix: vec![0.0, 0.5, 1.0],
+            sft: sft(4800, 1),
+            seed: 1,
+        },
+        Recipe {
+            name: "junior",
+            shape: Shape { layers: 2, hidden: 32, heads: 2 },
+            shorthand_mix: vec![0.0],
+            sft: sft(3600, 2),
+            seed: 2,
+        },
+        Recipe {
+            name: "control",
+            shape: Shape { layers: 2, hidden: 64, heads: 4 },
+            shorthand_mix: vec![1.0],
+            sft: SftConfig { lr: 1e-3, ..sft(600, 3) },
+            seed: 3,
+        },
+    ]
+}
+
+/// Loads or trains the three models into `cache`; `device` must be an autodiff device.
+pub fn ensure_all(
+    task: &SumTask,
+    quick: bool,
+    cache: &Path,
+    device: &Device,
+    log: &mut dyn FnMut(String),
+) -> Result<Models> {
+    let started = Instant::now();
+    let [base_recipe, junior_recipe, control_recipe] = recipes(quick);
+    let (base, a) = ensure(task, &base_recipe, None, cache, device, log)?;
+    let (junior, b) = ensure(task, &junior_recipe, None, cache, device, log)?;
+    let base_key = hash(&(task, &base_recipe));
+    let (control, c) = ensure(task, &control_recipe, Some((&base, &base_key)), cache, device, log)?;
+    let sft_seconds = if a || b || c { started.elapsed().as_secs_f64() } else { 0.0 };
+    Ok(Models {
+        base_config: base_recipe.shape.config(task.vocab_size())?,
+        base,
+        junior: junior.valid(),
+        control: control.valid(),
+        sft_seconds,
+    })
+}
+
+/// Where the models are cached under the demo's folder.
+pub fn cache_dir(out: &Path) -> PathBuf {
+    out.join("models")
+}

@@ -1,0 +1,119 @@
+//! `trlvr demo --quick` end to end: the report's structure, every figure finite, the
+//! positive control passing, plots and per-run files present, and a second run reading
+//! the supervised models from the cache.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn demo(out: &Path, extra: &[&str]) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_trlvr"))
+        .args(["demo", "--quick", "--out"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap();
+    (output.status.success(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+/// Every number under `value`, with its path; `null` where a number was expected counts
+/// as not finite (serde_json writes NaN as null).
+fn numbers(value: &Value, path: String, out: &mut Vec<(String, Option<f64>)>) {
+    match value {
+        Value::Number(n) => out.push((path, n.as_f64())),
+        Value::Null => out.push((path, None)),
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                numbers(v, format!("{path}[{i}]"), out);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map {
+                numbers(v, format!("{path}.{k}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn quick_demo_writes_a_complete_report() {
+    let out = std::env::temp_dir().join(format!("trlvr-demo-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let (ok, log) = demo(&out, &[]);
+    assert!(ok, "demo failed:\n{log}");
+
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    for section in [
+        "## Table",
+        "## Positive control",
+        "## Comparisons",
+        "## The paper's claims",
+        "## Runs",
+        "## Over training",
+        "## Settings",
+        "## Wall time",
+    ] {
+        assert!(report.contains(section), "missing {section}:\n{report}");
+    }
+    assert!(report.contains("**Passed.**"), "the positive control must pass:\n{report}");
+    let header = "| model | solo pass@1 (%) | handoff pass@1 (%) | tax (points) | junior CE (nats) | junior top-1 (%) | drift KL (nats) | shorthand (%) |";
+    assert!(report.contains(header), "{report}");
+    // The table: one row per model, every cell a finite number (with its interval).
+    let table: Vec<&str> =
+        report.lines().skip_while(|l| *l != header).skip(2).take_while(|l| l.starts_with('|')).collect();
+    let labels: Vec<&str> = table.iter().map(|l| l.split('|').nth(1).unwrap().trim()).collect();
+    assert_eq!(labels, ["base", "positive control", "control, self-paired", "grpo", "trlvr", "kl-reg"]);
+    for row in &table {
+        let cells: Vec<&str> = row.split('|').skip(2).filter(|c| !c.trim().is_empty()).collect();
+        assert_eq!(cells.len(), 7, "{row}");
+        for cell in cells {
+            let values: Vec<f64> = cell
+                .split(|c: char| c == '[' || c == ']' || c == ',' || c.is_whitespace())
+                .filter(|s| !s.is_empty())
+                .map(|s| s.parse::<f64>().unwrap_or_else(|_| panic!("not a number in {row}: {s:?}")))
+                .collect();
+            assert!(!values.is_empty() && values.iter().all(|v| v.is_finite()), "{row}");
+        }
+    }
+    // The claims paragraph is computed: it names how many claims were reproduced.
+    assert!(report.contains("This run reproduces "), "{report}");
+    for statement in ["TRLVR's tax is ", "TRLVR's solo accuracy is ", "TRLVR's junior CE is "] {
+        assert!(report.contains(statement), "missing {statement:?}");
+    }
+
+    // eval.json: the table's figures are all finite.
+    let eval: Value = serde_json::from_str(&std::fs::read_to_string(out.join("eval.json")).unwrap()).unwrap();
+    let mut found = Vec::new();
+    numbers(&eval["table"], "table".into(), &mut found);
+    numbers(&eval["comparisons"], "comparisons".into(), &mut found);
+    assert!(found.len() > 6 * 7 * 3);
+    for (path, v) in &found {
+        assert!(v.is_some_and(f64::is_finite), "{path} is {v:?}");
+    }
+    assert_eq!(eval["positive_control_passed"], Value::Bool(true));
+
+    // Plots and per-run files.
+    for plot in ["reward.png", "tax.png", "junior_ce.png", "shorthand.png"] {
+        let bytes = std::fs::read(out.join(plot)).unwrap();
+        assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 1000, "{plot}");
+        assert!(report.contains(&format!("![{plot}]({plot})")), "{plot} not in the report");
+    }
+    for run in ["grpo-seed1", "grpo-seed2", "trlvr-seed1", "trlvr-seed2", "kl-reg-seed1", "kl-reg-seed2"] {
+        let dir = out.join("arms").join(run);
+        let metrics = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
+        assert!(metrics.lines().count() > 2, "{run}");
+        let first: Value = serde_json::from_str(metrics.lines().next().unwrap()).unwrap();
+        assert!(first["probe"]["tax"].is_number(), "{run}: step 0 is a probe of the base");
+        assert!(dir.join("eval.json").exists() && dir.join("model/model.safetensors").exists(), "{run}");
+        assert_eq!(std::fs::read_dir(dir.join("checkpoints")).unwrap().count(), 1, "{run}");
+    }
+
+    // A second run trains nothing supervised: the models come from the cache.
+    let (ok, log) = demo(&out, &["--token-budget", "400", "--seeds", "3"]);
+    assert!(ok, "{log}");
+    assert_eq!(log.matches(": cached in ").count(), 3, "{log}");
+    assert!(!log.contains("SFT step"), "{log}");
+    std::fs::remove_dir_all(&out).unwrap();
+}
