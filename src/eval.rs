@@ -17,7 +17,6 @@ use trlvr::data::{DEFAULT_TEMPLATE, DataSpec, Dataset, Layout, ReferenceFormat, 
 use trlvr::device::parse_device;
 use trlvr::eval::{EvalConfig, EvalProblem, EvalProgress, EvalSet, Evaluation, Mode, Phase, SampleStore};
 use trlvr::prelude::*;
-use trlvr_verifiers::extract::boxed;
 use trlvr_verifiers::{Extraction, MathVerifier};
 
 use crate::model::{Loaded, resolve_model};
@@ -70,8 +69,8 @@ pub struct Args {
     /// Seed of every sampling stream.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// How answers are found: `lenient` (the verifier's full extraction: `\boxed{}`, "the
-    /// answer is", GSM8K's `####` and last number) or `boxed` (a `\boxed{}` is required).
+    /// How answers are found: `lenient` (the free-text grader: a box, `####`, a "final
+    /// answer" phrase, the last math environment or number) or `boxed` (the training reward: the last `\boxed{}` only).
     #[arg(long, value_enum, default_value = "lenient")]
     grading: Grading,
     /// Bootstrap resamples for the intervals.
@@ -266,35 +265,14 @@ fn show(bar: &ProgressBar, p: EvalProgress) {
     }
 }
 
-/// The verifier for a dataset whose references are written as `format`.
+/// The verifier for a dataset whose references are written as `format`: the free-text
+/// grader, or the training reward's strict last box.
 fn verifier(format: ReferenceFormat, grading: Grading) -> Box<dyn Verifier> {
-    let reference = match format {
-        ReferenceFormat::Hashes => Extraction::Gsm8k,
-        ReferenceFormat::Boxed => Extraction::Math,
-        ReferenceFormat::Bare => Extraction::Bare,
-    };
-    match grading {
-        Grading::Lenient => {
-            let response =
-                if format == ReferenceFormat::Hashes { Extraction::Gsm8k } else { Extraction::Math };
-            Box::new(MathVerifier::new(response).with_reference_extraction(reference))
-        }
-        Grading::Boxed => {
-            Box::new(BoxedOnly(MathVerifier::new(Extraction::Math).with_reference_extraction(reference)))
-        }
-    }
-}
-
-/// Only responses with a `\boxed{}` answer can be correct.
-struct BoxedOnly(MathVerifier);
-
-impl Verifier for BoxedOnly {
-    fn verify(&self, response: &str, reference: &str) -> Reward {
-        match boxed(response) {
-            Some(answer) => self.0.verify(&format!("\\boxed{{{answer}}}"), reference),
-            None => Reward { value: 0.0, correct: false, reason: "no boxed answer".into() },
-        }
-    }
+    let reference = Extraction::for_references(format);
+    Box::new(match grading {
+        Grading::Lenient => MathVerifier::new(Extraction::FREE).with_reference_extraction(reference),
+        Grading::Boxed => MathVerifier::strict().with_reference_extraction(reference),
+    })
 }
 
 /// The datasets shipped in `assets/math`, by name.

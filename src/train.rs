@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use trlvr::data::{Dataset, ReferenceFormat, user_message};
+use trlvr::data::{Dataset, user_message};
 use trlvr::device::parse_device;
 use trlvr::plugin::Registry;
 use trlvr::prelude::*;
@@ -37,18 +37,9 @@ pub struct Args {
     resume: Option<PathBuf>,
 }
 
-/// How the verifier reads a dataset's references.
-fn reference_extraction(format: ReferenceFormat) -> Extraction {
-    match format {
-        ReferenceFormat::Hashes => Extraction::Gsm8k,
-        ReferenceFormat::Boxed => Extraction::Math,
-        ReferenceFormat::Bare => Extraction::Bare,
-    }
-}
-
 /// Chat-formatted prompts, each reference checked to hold an answer.
 fn examples(data: &Dataset, model: &Loaded, template: &str) -> Result<Vec<Example>> {
-    let how = reference_extraction(data.format);
+    let how = Extraction::for_references(data.format);
     data.problems
         .iter()
         .map(|p| {
@@ -117,11 +108,12 @@ pub fn run(args: &Args) -> Result<()> {
     let (validation, validation_how) = match &recipe.data.validation {
         Some(spec) => {
             let set = Dataset::load(spec)?;
-            (examples(&set, &senior, template)?, reference_extraction(set.format))
+            (examples(&set, &senior, template)?, Extraction::for_references(set.format))
         }
         None => (Vec::new(), Extraction::Bare),
     };
-    let verifier = MathVerifier::strict().with_reference_extraction(reference_extraction(train_set.format));
+    let verifier =
+        MathVerifier::strict().with_reference_extraction(Extraction::for_references(train_set.format));
     let validation_verifier = MathVerifier::new(Extraction::FREE).with_reference_extraction(validation_how);
     let mut registry = Registry::with_linked();
     for path in &recipe.plugins {

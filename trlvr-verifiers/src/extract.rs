@@ -41,6 +41,16 @@ pub enum Extraction {
 impl Extraction {
     /// The grader's extraction: every stage of the [`Pipeline`].
     pub const FREE: Self = Self::Pipeline(Pipeline::FULL);
+
+    /// How to read references written as a dataset says (`trlvr::data`): after `####`,
+    /// in the solution's last `\boxed{}`, or whole.
+    pub fn for_references(format: trlvr::data::ReferenceFormat) -> Self {
+        match format {
+            trlvr::data::ReferenceFormat::Hashes => Self::Gsm8k,
+            trlvr::data::ReferenceFormat::Boxed => Self::Math,
+            trlvr::data::ReferenceFormat::Bare => Self::Bare,
+        }
+    }
 }
 
 /// Which stages of free-text extraction run. They are tried in the order of the fields;
