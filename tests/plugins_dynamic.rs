@@ -42,14 +42,16 @@ proptest! {
         let linked = JuniorKl::new(GrpoConfig::default(), beta).unwrap();
         let (a, ga) = loss_and_grad(&plugin, &case, &device).unwrap();
         let (b, gb) = loss_and_grad(&linked, &case, &device).unwrap();
-        prop_assert_eq!(a.to_bits(), b.to_bits());
+        // Equal values (bit patterns may differ in the sign of a zero loss: the plugin's
+        // code is compiled separately and may sum in another order).
+        prop_assert_eq!(a, b);
         prop_assert_eq!(ga, gb);
         // β = 0 is plain GRPO.
         let zero = registry.objective("junior-kl", &serde_json::json!({ "beta": 0.0 })).unwrap();
         let grpo = Grpo::new(GrpoConfig::default()).unwrap();
         let (z, gz) = loss_and_grad(&zero, &case, &device).unwrap();
         let (g, gg) = loss_and_grad(&grpo, &case, &device).unwrap();
-        prop_assert_eq!(z.to_bits(), g.to_bits());
+        prop_assert_eq!(z, g);
         prop_assert_eq!(gz, gg);
     }
 }
