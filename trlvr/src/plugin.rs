@@ -38,6 +38,7 @@ use burn::prelude::Device;
 use serde_json::Value;
 
 use crate::model::{Feed, Partner, Session};
+use crate::objective::portable::PortableKind;
 use crate::objective::{Grpo, GrpoConfig, Objective, ObjectiveBatch, ObjectiveOutput};
 use crate::schedule::{HandoffSchedule, HandoffState, Solo, StepAlternation, TokenBernoulli, WordBoundary};
 use crate::token::TokenBatch;
@@ -218,6 +219,8 @@ struct Entry {
 #[derive(Debug, Default)]
 pub struct Registry {
     entries: BTreeMap<(&'static str, &'static str), Entry>,
+    /// Objectives loaded through the portable C ABI, by name, with their file.
+    portable: BTreeMap<&'static str, (PortableKind, PathBuf)>,
     loaded: Vec<PathBuf>,
 }
 
@@ -240,6 +243,15 @@ impl Registry {
         library: Option<Arc<libloading::Library>>,
     ) -> Result<()> {
         let key = (registration.factory.kind(), registration.name);
+        if key.0 == "objective"
+            && let Some((_, file)) = self.portable.get(key.1)
+        {
+            return Err(Error::Plugin(format!(
+                "objective {:?} from {origin:?} is already registered from {}",
+                key.1,
+                file.display()
+            )));
+        }
         if let Some(existing) = self.entries.get(&key) {
             return Err(Error::Plugin(format!(
                 "{} {:?} from {origin:?} is already registered from {:?}",
@@ -253,7 +265,9 @@ impl Registry {
     /// Loads a plugin library and registers what it exports; returns the new names.
     /// Loading the same file twice is a no-op. A library that is not a trlvr plugin, or
     /// was built by another compiler or trlvr version, is refused before
-    /// any of its code runs (beyond the platform loader's initialisers).
+    /// any of its code runs (beyond the platform loader's initialisers). A library that
+    /// exports `TRLVR_PORTABLE_OBJECTIVE` (the C ABI of [`crate::objective::portable`])
+    /// registers that objective; it needs no matching compiler or runtime.
     ///
     /// # Errors
     /// [`Error::Plugin`] naming the path and what is wrong.
@@ -266,11 +280,34 @@ impl Registry {
         }
         // SAFETY: loading runs the library's initialisers; trlvr plugins have none of
         // their own. The declaration is read as plain data before it is trusted.
-        let library = unsafe { libloading::Library::new(&canonical) }
-            .map_err(|e| plugin_error(path, &e.to_string()))?;
+        let library = Arc::new(
+            unsafe { libloading::Library::new(&canonical) }
+                .map_err(|e| plugin_error(path, &e.to_string()))?,
+        );
+        if let Some(kind) = PortableKind::from_library(library.clone()) {
+            let kind = kind.map_err(|e| plugin_error(path, &e))?;
+            if let Some(existing) = self.entries.get(&("objective", kind.name)) {
+                let message =
+                    format!("objective {:?} is already registered from {:?}", kind.name, existing.origin);
+                return Err(plugin_error(path, &message));
+            }
+            if let Some((_, file)) = self.portable.get(kind.name) {
+                let message =
+                    format!("objective {:?} is already registered from {}", kind.name, file.display());
+                return Err(plugin_error(path, &message));
+            }
+            let name = kind.name;
+            self.portable.insert(name, (kind, canonical.clone()));
+            self.loaded.push(canonical);
+            return Ok(vec![name.to_string()]);
+        }
         let declaration: &PluginDeclaration = unsafe {
             let symbol = library.get::<*const PluginDeclaration>(b"TRLVR_PLUGIN\0").map_err(|_| {
-                plugin_error(path, "no TRLVR_PLUGIN symbol: not a trlvr plugin (use trlvr::export_plugin!())")
+                plugin_error(
+                    path,
+                    "no TRLVR_PLUGIN symbol: not a trlvr plugin (use trlvr::export_plugin!(), \
+                     or export TRLVR_PORTABLE_OBJECTIVE for the portable objective ABI)",
+                )
             })?;
             &**symbol
         };
@@ -290,7 +327,6 @@ impl Registry {
                 return Err(plugin_error(path, &format!("{what} differs: plugin {theirs:?}, host {ours:?}")));
             }
         }
-        let library = Arc::new(library);
         let mut handed = Vec::new();
         (declaration.register)(&mut |r| handed.push(r));
         // Objectives and partners run tensor ops: they must share the host's trlvr and
@@ -330,12 +366,23 @@ impl Registry {
 
     /// `(kind, name, about, origin)` of every item, sorted.
     pub fn list(&self) -> Vec<(&'static str, &'static str, &'static str, Origin)> {
-        self.entries.iter().map(|((k, n), e)| (*k, *n, e.registration.about, e.origin.clone())).collect()
+        let mut items: Vec<_> =
+            self.entries.iter().map(|((k, n), e)| (*k, *n, e.registration.about, e.origin.clone())).collect();
+        for (name, (kind, file)) in &self.portable {
+            items.push(("objective", *name, kind.about, Origin::Library(file.clone())));
+        }
+        items.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        items
     }
 
     fn entry(&self, kind: &'static str, name: &str) -> Result<&Entry> {
         self.entries.iter().find(|((k, n), _)| *k == kind && *n == name).map(|(_, e)| e).ok_or_else(|| {
-            let known: Vec<&str> = self.entries.keys().filter(|(k, _)| *k == kind).map(|(_, n)| *n).collect();
+            let mut known: Vec<&str> =
+                self.entries.keys().filter(|(k, _)| *k == kind).map(|(_, n)| *n).collect();
+            if kind == "objective" {
+                known.extend(self.portable.keys());
+                known.sort_unstable();
+            }
             Error::Plugin(format!("no {kind} named {name:?}; known: {}", known.join(", ")))
         })
     }
@@ -345,6 +392,10 @@ impl Registry {
     /// # Errors
     /// [`Error::Plugin`] for an unknown name; the factory's error for a bad config.
     pub fn objective(&self, name: &str, config: &Value) -> Result<Plugged<dyn Objective>> {
+        if let Some((kind, _)) = self.portable.get(name) {
+            // The objective keeps its library loaded itself.
+            return Ok(Plugged { inner: Box::new(kind.make(config)?), _library: None });
+        }
         let entry = self.entry("objective", name)?;
         let Factory::Objective(make) = entry.registration.factory else { unreachable!("keyed by kind") };
         Ok(Plugged { inner: make(config)?, _library: entry.library.clone() })

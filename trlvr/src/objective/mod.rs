@@ -6,6 +6,7 @@
 //! reach the loss or its gradient.
 
 mod grpo;
+pub mod portable;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
