@@ -466,6 +466,15 @@ impl Decoder {
         })
     }
 
+    /// The LM head's matrix, `[hidden, vocab]` (the transposed embedding when tied); the
+    /// head has no bias in any supported family.
+    pub fn head_weight(&self) -> Tensor<2> {
+        match &self.lm_head {
+            Some(head) => head.weight.val(),
+            None => self.embed_tokens.weight.val().transpose(),
+        }
+    }
+
     /// The LM head (the transposed embedding when tied).
     ///
     /// # Shapes

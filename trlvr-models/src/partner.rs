@@ -11,7 +11,10 @@
 use std::collections::HashSet;
 
 use burn::prelude::*;
-use trlvr::model::{Feed, LOG_PROB_CHUNK, Partner, Policy, Session, check_from, chunked_token_log_probs};
+use trlvr::model::{
+    Feed, LOG_PROB_CHUNK, Partner, Policy, Scored, Session, check_from, chunked_token_log_probs,
+    lean_token_log_probs,
+};
 use trlvr::token::{TokenBatch, TokenId};
 
 use crate::cache::KvCache;
@@ -199,5 +202,17 @@ impl Policy for Decoder {
     ) -> trlvr::Result<Tensor<2>> {
         check_from(batch, from)?;
         Ok(self.chunked_log_probs(batch, temperature, from)?)
+    }
+
+    /// The LM head's gradient formed chunk by chunk ([`lean_token_log_probs`]).
+    fn scored_from(&self, batch: &TokenBatch, temperature: f32, from: &[usize]) -> trlvr::Result<Scored<'_>> {
+        check_from(batch, from)?;
+        if self.lm_head.as_ref().is_some_and(|head| head.bias.is_some()) {
+            return Err(trlvr::Error::Unsupported("an LM head with a bias".into()));
+        }
+        let rows: Vec<&[TokenId]> = batch.rows().iter().map(Vec::as_slice).collect();
+        let (ids, lengths) = self.padded_ids(&rows, &self.weights_device())?;
+        let hidden = self.hidden(ids, &lengths, None)?;
+        Ok(lean_token_log_probs(hidden, self.head_weight(), batch, temperature, from, LOG_PROB_CHUNK))
     }
 }

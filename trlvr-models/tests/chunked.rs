@@ -138,3 +138,37 @@ fn blocked_attention_with_a_cache_equals_one_block() {
     assert!(max_diff(got_first, want_first) < TOLERANCE);
     assert!(max_diff(got_next, want_next) < TOLERANCE);
 }
+
+/// The training path that forms the LM head's gradient by hand (`Policy::scored_from`)
+/// gives the values of the full-logits path and, through its surrogate, the same
+/// gradients for the trunk, the embedding and the (untied) head.
+#[test]
+fn scored_from_equals_the_full_logits_path() {
+    let device = device().autodiff();
+    for name in FIXTURES {
+        let model = load_hf_dir(fixture(name), &device).unwrap().0;
+        let batch = batch(name);
+        let rows: Vec<Vec<u32>> = batch.rows().to_vec();
+        let (ids, lengths) = (padded(&rows, 0).to_device(&device), batch.lengths());
+        let upstream = Tensor::<2>::random(ids.dims(), Distribution::Default, &device);
+        let from: Vec<usize> = (0..rows.len()).map(|r| if r == 1 { 4 } else { 0 }).collect();
+        let full = model.log_probs_from(&batch, 0.7, &from).unwrap();
+        let want = full.clone().detach();
+        let want_grads = (full * upstream.clone()).sum().backward();
+        let scored = model.scored_from(&batch, 0.7, &from).unwrap();
+        let diff = max_diff(scored.values.clone(), want);
+        assert!(diff < TOLERANCE, "{name}: values differ by {diff}");
+        let got_grads = scored.surrogate(upstream).backward();
+        let mut params =
+            vec![("embed", &model.embed_tokens.weight), ("q_proj", &model.layers[0].self_attn.q_proj.weight)];
+        if let Some(head) = &model.lm_head {
+            params.push(("lm_head", &head.weight));
+        }
+        for (what, p) in params {
+            let want = p.val().grad(&want_grads).unwrap();
+            let scale = want.clone().abs().max().into_scalar::<f32>().max(1.0);
+            let diff = max_diff(p.val().grad(&got_grads).unwrap(), want) / scale;
+            assert!(diff < TOLERANCE, "{name}: {what} gradients differ by {diff} (relative)");
+        }
+    }
+}

@@ -179,6 +179,49 @@ pub trait Policy: Partner + Module {
         let hidden = Tensor::<2, Bool>::from_data(TensorData::new(hidden, [b, t]), &device);
         Ok(log_probs.mask_fill(hidden, 0.0))
     }
+
+    /// As [`Policy::log_probs_from`], split in two for training: the values now, the
+    /// graph once the loss's gradient with respect to them is known ([`Scored`]). A model
+    /// with an LM head forms that gradient chunk by chunk ([`lean_token_log_probs`]) and
+    /// keeps no `vocab`-wide tensor per position for backward; the default records the
+    /// whole graph of [`Policy::log_probs_from`].
+    ///
+    /// # Errors
+    /// As [`Policy::log_probs_from`].
+    fn scored_from(&self, batch: &TokenBatch, temperature: f32, from: &[usize]) -> Result<Scored<'_>> {
+        let log_probs = self.log_probs_from(batch, temperature, from)?;
+        let values = log_probs.clone().detach();
+        Ok(Scored::new(values, move |upstream| (log_probs * upstream).sum()))
+    }
+}
+
+/// Log-probs `[batch, width]` computed without a graph, and how to get their gradient:
+/// [`Scored::surrogate`] takes `dL/dlog_probs` and returns a scalar whose gradient with
+/// respect to the model's parameters is `dL/dθ`. The trainer runs the objective on a
+/// leaf made from [`Scored::values`], reads the leaf's gradient, and backpropagates the
+/// surrogate.
+pub struct Scored<'a> {
+    /// The log-probs, no graph.
+    pub values: Tensor<2>,
+    surrogate: Box<dyn FnOnce(Tensor<2>) -> Tensor<1> + 'a>,
+}
+
+impl std::fmt::Debug for Scored<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scored").field("values", &self.values.dims()).finish_non_exhaustive()
+    }
+}
+
+impl<'a> Scored<'a> {
+    /// Values and the function from `dL/dlog_probs` to the surrogate.
+    pub fn new(values: Tensor<2>, surrogate: impl FnOnce(Tensor<2>) -> Tensor<1> + 'a) -> Self {
+        Self { values, surrogate: Box::new(surrogate) }
+    }
+
+    /// A scalar whose value is meaningless and whose gradient is `Σ upstream · dlog_probs/dθ`.
+    pub fn surrogate(self, upstream: Tensor<2>) -> Tensor<1> {
+        (self.surrogate)(upstream)
+    }
 }
 
 /// Checks that `from` has one entry per row of `batch`.
@@ -246,15 +289,8 @@ pub fn chunked_token_log_probs(
     assert_eq!(from.len(), b, "one `from` per row");
     assert!(chunk > 0, "chunk must be positive");
     let device = hidden.device();
-    // 1. The scored slots `r * t + p` (1 <= p < len, p >= from) and their tokens.
-    let mut slots = Vec::new();
-    let mut targets = Vec::new();
-    for (r, row) in batch.rows().iter().enumerate() {
-        for (p, &token) in row.iter().enumerate().skip(from[r].max(1)) {
-            slots.push((r * t + p) as i64);
-            targets.push(i64::from(token));
-        }
-    }
+    // 1. The scored slots and their tokens.
+    let (slots, targets) = scored_slots(batch, t, from);
     let mut scored = Tensor::<1>::zeros([b * t], &device);
     if slots.is_empty() {
         return scored.reshape([b, t]);
@@ -283,4 +319,99 @@ pub fn chunked_token_log_probs(
             scored.select_assign(0, int(slots), picked.reshape([n]), burn::tensor::IndexingUpdateOp::Add);
     }
     scored.reshape([b, t])
+}
+
+/// The scored slots `r * t + p` (1 <= p < len, p >= from[r]) and their tokens.
+fn scored_slots(batch: &TokenBatch, t: usize, from: &[usize]) -> (Vec<i64>, Vec<i64>) {
+    let mut slots = Vec::new();
+    let mut targets = Vec::new();
+    for (r, row) in batch.rows().iter().enumerate() {
+        for (p, &token) in row.iter().enumerate().skip(from[r].max(1)) {
+            slots.push((r * t + p) as i64);
+            targets.push(i64::from(token));
+        }
+    }
+    (slots, targets)
+}
+
+/// [`chunked_token_log_probs`] for training with an LM head that is one matrix
+/// `weight` (`[hidden, vocab]`, logits = `h · weight`): the values are computed without a
+/// graph, and [`Scored::surrogate`] forms the gradient by hand, chunk by chunk, once
+/// `u = dL/dlog_probs` is known. With `z = h·W / T` and `q = u · (onehot(y) − softmax(z)) / T`
+/// per scored position, `dL/dh = q·Wᵀ` and `dL/dW = Σ hᵀ·q`; the surrogate is
+/// `Σ h ⊙ dL/dh + Σ W ⊙ dL/dW`, so backward keeps `[positions, hidden]` and one
+/// `[hidden, vocab]` matrix, never a `vocab`-wide tensor per position. The head runs twice
+/// per chunk (values, then gradient): the price of that memory.
+///
+/// # Shapes
+/// - `hidden`: `[batch, width, hidden]`, recording gradients into the trunk
+/// - `weight`: `[hidden, vocab]`, recording gradients (a parameter, or a transposed tied
+///   embedding)
+///
+/// # Panics
+/// If `from` does not have one entry per row or `chunk` is 0.
+pub fn lean_token_log_probs<'a>(
+    hidden: Tensor<3>,
+    weight: Tensor<2>,
+    batch: &TokenBatch,
+    temperature: f32,
+    from: &[usize],
+    chunk: usize,
+) -> Scored<'a> {
+    let [b, t, d] = hidden.dims();
+    assert_eq!(from.len(), b, "one `from` per row");
+    assert!(chunk > 0, "chunk must be positive");
+    let device = hidden.device();
+    let (slots, targets) = scored_slots(batch, t, from);
+    let hidden = hidden.reshape([b * t, d]);
+    let w = weight.clone().detach();
+    let int = {
+        let device = device.clone();
+        move |v: &[i64]| Tensor::<1, Int>::from_data(TensorData::new(v.to_vec(), [v.len()]), &device)
+    };
+    // A chunk's predicting positions (`slot − 1`), their hidden states and scaled logits.
+    let logits = {
+        let (h, w, int) = (hidden.clone().detach(), w.clone(), int.clone());
+        move |slots: &[i64]| {
+            let before: Vec<i64> = slots.iter().map(|s| s - 1).collect();
+            let rows = h.clone().select(0, int(&before)); // [n, d]
+            let z = rows.clone().matmul(w.clone()) / temperature; // [n, vocab]
+            (before, rows, z)
+        }
+    };
+    let mut values = Tensor::<1>::zeros([b * t], &device);
+    for (slots, targets) in slots.chunks(chunk).zip(targets.chunks(chunk)) {
+        let n = slots.len();
+        let (_, _, z) = logits(slots);
+        let lse = burn::tensor::activation::log_softmax(z, 1);
+        let picked = lse.gather(1, int(targets).reshape([n, 1])).reshape([n]);
+        values = values.select_assign(0, int(slots), picked, burn::tensor::IndexingUpdateOp::Add);
+    }
+    let values = values.reshape([b, t]);
+    Scored::new(values, move |upstream: Tensor<2>| {
+        let upstream = upstream.detach().reshape([b * t]);
+        let vocab = w.dims()[1];
+        let mut d_hidden = Tensor::<2>::zeros([b * t, d], &device);
+        let mut d_weight = Tensor::<2>::zeros([d, vocab], &device);
+        for (slots, targets) in slots.chunks(chunk).zip(targets.chunks(chunk)) {
+            let n = slots.len();
+            let (before, rows, z) = logits(slots);
+            let u = upstream.clone().select(0, int(slots)).reshape([n, 1]) / temperature;
+            let onehot = Tensor::<2>::zeros([n, vocab], &device).scatter(
+                1,
+                int(targets).reshape([n, 1]),
+                Tensor::ones([n, 1], &device),
+                burn::tensor::IndexingUpdateOp::Add,
+            );
+            let q = (onehot - burn::tensor::activation::softmax(z, 1)) * u; // [n, vocab]
+            d_hidden = d_hidden.select_assign(
+                0,
+                int(&before),
+                q.clone().matmul(w.clone().transpose()),
+                burn::tensor::IndexingUpdateOp::Add,
+            );
+            d_weight = d_weight + rows.transpose().matmul(q);
+        }
+        (hidden * d_hidden).sum() + (weight * d_weight).sum()
+    })
 }
