@@ -44,7 +44,7 @@ use crate::token::TokenBatch;
 use crate::{Error, Result};
 
 /// Bumped whenever [`PluginDeclaration`] or [`Registration`] change shape.
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 /// This trlvr's version, NUL-terminated.
 pub const TRLVR_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
 /// The compiler that built this trlvr, NUL-terminated.
@@ -95,6 +95,9 @@ pub struct Registration {
     pub about: &'static str,
     /// The crate that submitted it (`env!("CARGO_PKG_NAME")`).
     pub crate_name: &'static str,
+    /// That crate's version (`env!("CARGO_PKG_VERSION")`), shown by `trlvr plugins` so a
+    /// run's log says which build of a plugin it used.
+    pub version: &'static str,
     /// The constructor.
     pub factory: Factory,
 }
@@ -163,17 +166,17 @@ fn config<T: serde::de::DeserializeOwned + Default>(value: &Value) -> Result<T> 
 
 inventory::submit! {
     Registration { name: "grpo", about: "GRPO on senior tokens (clip, dual clip, aggregation, optional KL)",
-        crate_name: env!("CARGO_PKG_NAME"),
+        crate_name: env!("CARGO_PKG_NAME"), version: env!("CARGO_PKG_VERSION"),
         factory: Factory::Objective(|v| Ok(Box::new(Grpo::new(config::<GrpoConfig>(v)?)?))) }
 }
 inventory::submit! {
     Registration { name: "solo", about: "one model writes everything ({\"owner\": \"senior\"|\"junior\"})",
-        crate_name: env!("CARGO_PKG_NAME"),
+        crate_name: env!("CARGO_PKG_NAME"), version: env!("CARGO_PKG_VERSION"),
         factory: Factory::Schedule(|v| Ok(Box::new(config::<Solo>(v)?))) }
 }
 inventory::submit! {
     Registration { name: "word", about: "the paper's word-boundary Bernoulli(p_senior) with gap cap max_gap",
-        crate_name: env!("CARGO_PKG_NAME"),
+        crate_name: env!("CARGO_PKG_NAME"), version: env!("CARGO_PKG_VERSION"),
         factory: Factory::Schedule(|v| {
             let w: WordBoundary = config(v)?;
             Ok(Box::new(WordBoundary::new(w.p_senior, w.max_gap)?))
@@ -181,7 +184,7 @@ inventory::submit! {
 }
 inventory::submit! {
     Registration { name: "token", about: "token-level Bernoulli(p_senior)",
-        crate_name: env!("CARGO_PKG_NAME"),
+        crate_name: env!("CARGO_PKG_NAME"), version: env!("CARGO_PKG_VERSION"),
         factory: Factory::Schedule(|v| {
             let p = v.get("p_senior").and_then(Value::as_f64).unwrap_or(0.5);
             Ok(Box::new(TokenBernoulli::new(p)?))
@@ -189,7 +192,7 @@ inventory::submit! {
 }
 inventory::submit! {
     Registration { name: "step", about: "paragraph alternation for evaluation (first, max_rounds)",
-        crate_name: env!("CARGO_PKG_NAME"),
+        crate_name: env!("CARGO_PKG_NAME"), version: env!("CARGO_PKG_VERSION"),
         factory: Factory::Schedule(|v| {
             let step: StepAlternation = config(v)?;
             step.validate()?;
@@ -204,6 +207,17 @@ pub enum Origin {
     Linked,
     /// Loaded from this file.
     Library(PathBuf),
+}
+
+/// One item of [`Registry::list`].
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// `objective`, `schedule` or `partner`.
+    pub kind: &'static str,
+    /// Its name, about line, crate and version.
+    pub registration: &'static Registration,
+    /// Where it came from.
+    pub origin: Origin,
 }
 
 #[derive(Debug)]
@@ -266,11 +280,25 @@ impl Registry {
         }
         // SAFETY: loading runs the library's initialisers; trlvr plugins have none of
         // their own. The declaration is read as plain data before it is trusted.
-        let library = unsafe { libloading::Library::new(&canonical) }
-            .map_err(|e| plugin_error(path, &e.to_string()))?;
+        let library = unsafe { libloading::Library::new(&canonical) }.map_err(|e| {
+            plugin_error(
+                path,
+                &format!("not a loadable library ({e}); the host loads trlvr plugins of ABI {ABI_VERSION}"),
+            )
+        })?;
+        // Never unloaded, even when refused: its initialisers have run, and with the shared
+        // runtime its `inventory::submit!`s already sit in the host's inventory.
+        let library = std::mem::ManuallyDrop::new(library);
         let declaration: &PluginDeclaration = unsafe {
             let symbol = library.get::<*const PluginDeclaration>(b"TRLVR_PLUGIN\0").map_err(|_| {
-                plugin_error(path, "no TRLVR_PLUGIN symbol: not a trlvr plugin (use trlvr::export_plugin!())")
+                plugin_error(
+                    path,
+                    &format!(
+                        "no TRLVR_PLUGIN symbol: not a trlvr plugin; the host expects one exporting TRLVR_PLUGIN \
+                         (ABI {ABI_VERSION}, trlvr {}) from trlvr::export_plugin!()",
+                        TRLVR_VERSION.trim_end_matches('\0')
+                    ),
+                )
             })?;
             &**symbol
         };
@@ -290,9 +318,18 @@ impl Registry {
                 return Err(plugin_error(path, &format!("{what} differs: plugin {theirs:?}, host {ours:?}")));
             }
         }
-        let library = Arc::new(library);
+        let library = Arc::new(std::mem::ManuallyDrop::into_inner(library));
+        // One reference is never dropped: the library stays mapped for the whole process.
+        std::mem::forget(library.clone());
         let mut handed = Vec::new();
-        (declaration.register)(&mut |r| handed.push(r));
+        // With the shared runtime a library's `inventory::submit!`s join the host's own
+        // inventory, which its `register` walks: a crate loaded from two files (or
+        // linked too) hands over each item more than once. One per name.
+        (declaration.register)(&mut |r| {
+            if !handed.iter().any(|h: &&Registration| h.factory.kind() == r.factory.kind() && h.name == r.name) {
+                handed.push(r);
+            }
+        });
         // Objectives and partners run tensor ops: they must share the host's trlvr and
         // Burn (one autodiff graph, one set of devices), which the anchor proves.
         if let Some(r) = handed.iter().find(|r| !matches!(r.factory, Factory::Schedule(_))) {
@@ -328,9 +365,12 @@ impl Registry {
         Ok(names)
     }
 
-    /// `(kind, name, about, origin)` of every item, sorted.
-    pub fn list(&self) -> Vec<(&'static str, &'static str, &'static str, Origin)> {
-        self.entries.iter().map(|((k, n), e)| (*k, *n, e.registration.about, e.origin.clone())).collect()
+    /// Every item, sorted by kind and name.
+    pub fn list(&self) -> Vec<Listing> {
+        self.entries
+            .iter()
+            .map(|((kind, _), e)| Listing { kind, registration: e.registration, origin: e.origin.clone() })
+            .collect()
     }
 
     fn entry(&self, kind: &'static str, name: &str) -> Result<&Entry> {
