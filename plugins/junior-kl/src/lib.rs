@@ -54,7 +54,11 @@ trlvr::inventory::submit! {
         crate_name: env!("CARGO_PKG_NAME"),
         version: env!("CARGO_PKG_VERSION"),
         factory: Factory::Objective(|value| {
-            let config: Config = serde_json::from_value(value.clone()).map_err(|e| Error::Config(e.to_string()))?;
+            let config: Config = if value.is_null() {
+                Config::default()
+            } else {
+                serde_json::from_value(value.clone()).map_err(|e| Error::Config(e.to_string()))?
+            };
             Ok(Box::new(JuniorKl::new(config.grpo, config.beta)?))
         }),
     }
