@@ -200,6 +200,22 @@ fn a_mismatched_build_id_is_refused_and_a_good_one_still_loads() {
     // Never unloaded: the copy stays on disk while the process runs.
 }
 
+/// A second copy of a Rust dylib already in the process (the junior-KL library under its
+/// own name, in another folder) is refused before it is loaded: loading it would bind
+/// its statics to the first copy's and turn the registrations into a cycle (a hang).
+#[test]
+fn a_second_copy_of_a_loaded_dylib_is_refused() {
+    let original = library("trlvr_junior_kl");
+    let dir = std::env::temp_dir().join(format!("trlvr-second-copy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join(original.file_name().unwrap());
+    std::fs::copy(&original, &copy).unwrap();
+    let mut registry = loaded(); // the original is in the process now
+    let err = registry.load(&copy).unwrap_err().to_string();
+    assert!(err.contains("libtrlvr_junior_kl.so is already loaded from another file"), "{err}");
+    assert!(registry.objective("junior-kl", &serde_json::Value::Null).is_ok());
+}
+
 #[derive(Deserialize)]
 struct Oracle {
     rows: usize,

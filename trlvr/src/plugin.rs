@@ -278,6 +278,16 @@ impl Registry {
         if self.loaded.contains(&canonical) {
             return Ok(Vec::new());
         }
+        if let Some(name) = another_copy_loaded(&canonical) {
+            return Err(plugin_error(
+                path,
+                &format!(
+                    "a library named {name} is already loaded from another file; a second copy of a Rust \
+                     dylib would bind its statics to the first one's (its registrations would loop): \
+                     load one copy per process, or rename one"
+                ),
+            ));
+        }
         // SAFETY: loading runs the library's initialisers; trlvr plugins have none of
         // their own. The declaration is read as plain data before it is trusted.
         let library = unsafe { libloading::Library::new(&canonical) }.map_err(|e| {
@@ -409,6 +419,28 @@ impl Registry {
         let Factory::Partner(make) = entry.registration.factory else { unreachable!("keyed by kind") };
         Ok(Plugged { inner: make(config, device)?, _library: entry.library.clone() })
     }
+}
+
+/// The file name of `canonical` if a library of that name (its soname) is loaded but
+/// `canonical` itself is not. Two copies of one Rust `dylib` in a process share exported
+/// symbols: the second copy's `inventory` initialiser re-submits the first copy's
+/// registration and the registry's list becomes a cycle.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn another_copy_loaded(canonical: &Path) -> Option<String> {
+    use libloading::os::unix::{Library, RTLD_LAZY};
+    /// glibc's and musl's value (libloading does not export it).
+    const RTLD_NOLOAD: std::ffi::c_int = 4;
+    // SAFETY: RTLD_NOLOAD never loads anything, so no initialiser runs; a handle found
+    // only raises the reference count, which dropping it lowers again.
+    let loaded = |p: &std::ffi::OsStr| unsafe { Library::open(Some(p), RTLD_LAZY | RTLD_NOLOAD) }.is_ok();
+    let name = canonical.file_name()?;
+    (!loaded(canonical.as_os_str()) && loaded(name)).then(|| name.to_string_lossy().into_owned())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn another_copy_loaded(_: &Path) -> Option<String> {
+    None
 }
 
 fn plugin_error(path: &Path, message: &str) -> Error {
