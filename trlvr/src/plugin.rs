@@ -255,6 +255,11 @@ impl Registry {
     ) -> Result<()> {
         let key = (registration.factory.kind(), registration.name);
         if let Some(existing) = self.entries.get(&key) {
+            if std::ptr::eq(existing.registration, registration) {
+                // The very same item (a crate linked into a `dynamic` host and loaded by
+                // path is one library): nothing to add.
+                return Ok(());
+            }
             return Err(Error::Plugin(format!(
                 "{} {:?} from {origin:?} is already registered from {:?}",
                 key.0, key.1, existing.origin
