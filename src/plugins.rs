@@ -29,7 +29,11 @@ pub fn run(args: &Args) -> Result<()> {
             Origin::Library(path) => path.display().to_string(),
         };
         let r = item.registration;
-        writeln!(out, "{:9} {:16} {:8} {:24} {origin}  {}", item.kind, r.name, r.version, r.crate_name, r.about)?;
+        writeln!(
+            out,
+            "{:9} {:16} {:8} {:24} {origin}  {}",
+            item.kind, r.name, r.version, r.crate_name, r.about
+        )?;
     }
     Ok(())
 }

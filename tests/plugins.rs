@@ -105,7 +105,10 @@ fn the_sentence_schedule_loads_by_path_and_passes_the_kit() {
     // p_senior = 1: the senior keeps the pen through every redraw.
     let all_senior = registry.schedule("sentence", &serde_json::json!({ "p_senior": 1.0 })).unwrap();
     assert_eq!(replay(&all_senior, &classes, &tokens, 0, 0).0, vec![Owner::Senior; tokens.len()]);
-    for (bad, what) in [(serde_json::json!({ "p_senior": 1.5 }), "p_senior"), (serde_json::json!({ "max_gap": 0 }), "max_gap")] {
+    for (bad, what) in [
+        (serde_json::json!({ "p_senior": 1.5 }), "p_senior"),
+        (serde_json::json!({ "max_gap": 0 }), "max_gap"),
+    ] {
         let err = registry.schedule("sentence", &bad).unwrap_err().to_string();
         assert!(err.contains(what), "{err}");
     }
@@ -152,11 +155,21 @@ fn the_cli_lists_kind_name_version_and_origin() {
             .map(str::to_string)
             .collect::<Vec<_>>()
     };
-    assert_eq!(text.lines().next().unwrap().split_whitespace().take(5).collect::<Vec<_>>(), [
-        "KIND", "NAME", "VERSION", "CRATE", "ORIGIN"
-    ]);
+    assert_eq!(
+        text.lines().next().unwrap().split_whitespace().take(5).collect::<Vec<_>>(),
+        ["KIND", "NAME", "VERSION", "CRATE", "ORIGIN"]
+    );
     let version = env!("CARGO_PKG_VERSION");
-    assert_eq!(row("sentence")[..5], ["schedule", "sentence", version, "trlvr-sentence-handoff", &sentence.canonicalize().unwrap().display().to_string()]);
+    assert_eq!(
+        row("sentence")[..5],
+        [
+            "schedule",
+            "sentence",
+            version,
+            "trlvr-sentence-handoff",
+            &sentence.canonicalize().unwrap().display().to_string()
+        ]
+    );
     assert_eq!(row("grpo")[..5], ["objective", "grpo", version, "trlvr", "linked"]);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_trlvr"))
         .args(["plugins", "--load", "/nonexistent/libplugin.so"])

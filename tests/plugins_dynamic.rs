@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 
 use burn::prelude::*;
 use proptest::prelude::*;
+use serde::Deserialize;
 use trlvr::plugin::Registry;
 use trlvr::prelude::*;
-use serde::Deserialize;
 use trlvr::rollout::{RolloutConfig, RolloutEngine};
 use trlvr::testing::{RolloutCase, loss_and_grad, rollout_case};
 use trlvr::train::{Example, Task, TrainConfig, Trainer};
@@ -146,7 +146,10 @@ fn host_build_id() -> &'static str {
 #[test]
 fn a_library_without_the_entry_point_is_refused_and_a_good_one_still_loads() {
     let abi = format!("ABI {}", trlvr::plugin::ABI_VERSION);
-    refused_then_good_loads(&library("trlvr_dylib"), &["libtrlvr_dylib", "no TRLVR_PLUGIN symbol", &abi, "trlvr 0.1.0"]);
+    refused_then_good_loads(
+        &library("trlvr_dylib"),
+        &["libtrlvr_dylib", "no TRLVR_PLUGIN symbol", &abi, "trlvr 0.1.0"],
+    );
 }
 
 #[test]
@@ -279,13 +282,20 @@ fn a_partner_plugin_loads_by_path_and_plays_the_junior() {
     let mut registry = Registry::default();
     assert_eq!(registry.load(library("trlvr_tempered_junior")).unwrap(), vec!["tempered-junior".to_string()]);
     let device = Device::default();
-    let table = [[0.5f32, 2.0, -1.0, 0.0], [1.0, -0.5, 0.0, 2.5], [0.0, 0.0, 3.0, -1.0], [-1.5, 1.0, 0.5, 0.0]];
+    let table =
+        [[0.5f32, 2.0, -1.0, 0.0], [1.0, -0.5, 0.0, 2.5], [0.0, 0.0, 3.0, -1.0], [-1.5, 1.0, 0.5, 0.0]];
     let config = serde_json::json!({ "temperature": 2.0, "noise": 0.3, "seed": 5, "bigram": table });
     let loaded = registry.partner("tempered-junior", &config, &device).unwrap();
-    let plain = registry.partner("tempered-junior", &serde_json::json!({ "temperature": 2.0, "bigram": table }), &device).unwrap();
+    let plain = registry
+        .partner("tempered-junior", &serde_json::json!({ "temperature": 2.0, "bigram": table }), &device)
+        .unwrap();
     let (_, logits) = plain.start(&[&[1]], 1).unwrap();
-    assert_eq!(logits.try_into_vec_as::<f32>().unwrap(), table[1].iter().map(|l| l / 2.0).collect::<Vec<_>>());
-    let Err(err) = registry.partner("tempered-junior", &serde_json::json!({ "temperature": 2.0 }), &device) else {
+    assert_eq!(
+        logits.try_into_vec_as::<f32>().unwrap(),
+        table[1].iter().map(|l| l / 2.0).collect::<Vec<_>>()
+    );
+    let Err(err) = registry.partner("tempered-junior", &serde_json::json!({ "temperature": 2.0 }), &device)
+    else {
         panic!("a partner without its inner model was made");
     };
     assert!(err.to_string().contains("bigram"), "{err}");
@@ -293,7 +303,8 @@ fn a_partner_plugin_loads_by_path_and_plays_the_junior() {
     let linked = Tempered::new(BigramLm::new(&table, &device), 2.0, 0.3, 5).unwrap();
     let classes = TokenClasses::from_texts(&[" a", "b", " c", "<eos>"], &[3]).unwrap();
     let senior = BigramLm::new(&[[0.0f32, 1.0, 0.0, -1.0]; 4], &device);
-    let rollout_config = RolloutConfig { group_size: 4, max_new_tokens: 10, seed: 9, ..RolloutConfig::default() };
+    let rollout_config =
+        RolloutConfig { group_size: 4, max_new_tokens: 10, seed: 9, ..RolloutConfig::default() };
     let schedule = WordBoundary::new(0.5, 3).unwrap();
     let run = |junior: &dyn Partner| {
         RolloutEngine::new(&senior, junior, &classes, rollout_config.clone())

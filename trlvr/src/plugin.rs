@@ -341,7 +341,10 @@ impl Registry {
         // inventory, which its `register` walks: a crate loaded from two files (or
         // linked too) hands over each item more than once. One per name.
         (declaration.register)(&mut |r| {
-            if !handed.iter().any(|h: &&Registration| h.factory.kind() == r.factory.kind() && h.name == r.name) {
+            if !handed
+                .iter()
+                .any(|h: &&Registration| h.factory.kind() == r.factory.kind() && h.name == r.name)
+            {
                 handed.push(r);
             }
         });

@@ -83,7 +83,10 @@ impl HandoffSchedule for SentenceHandoff {
     }
     fn validate(&self) -> Result<()> {
         if !(0.0..=1.0).contains(&self.p_senior) {
-            return Err(Error::Config(format!("sentence: p_senior must be in [0, 1], got {}", self.p_senior)));
+            return Err(Error::Config(format!(
+                "sentence: p_senior must be in [0, 1], got {}",
+                self.p_senior
+            )));
         }
         if self.max_gap == 0 {
             return Err(Error::Config("sentence: max_gap must be at least 1".into()));

@@ -60,7 +60,13 @@ fn redraws_after_sentence_ends_and_at_the_cap_only() {
         }
     }
     for i in 1..tokens.len() {
-        assert_eq!(redraw_before[i], handoffs[i] > 0, "token {i}: redraw point {} but {} handoffs", redraw_before[i], handoffs[i]);
+        assert_eq!(
+            redraw_before[i],
+            handoffs[i] > 0,
+            "token {i}: redraw point {} but {} handoffs",
+            redraw_before[i],
+            handoffs[i]
+        );
     }
     // The fixture covers both kinds of redraw point and word starts that are neither.
     assert!(redraw_before[7] && redraw_before[10] && redraw_before[14] && !redraw_before[2]);

@@ -51,7 +51,10 @@ pub struct Tempered<P> {
 
 impl<P> std::fmt::Debug for Tempered<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tempered").field("temperature", &self.temperature).field("noise", &self.noise.is_some()).finish()
+        f.debug_struct("Tempered")
+            .field("temperature", &self.temperature)
+            .field("noise", &self.noise.is_some())
+            .finish()
     }
 }
 
@@ -63,7 +66,9 @@ impl<P: Partner> Tempered<P> {
     /// [`Error::Config`] unless `temperature > 0` and `noise >= 0`, both finite.
     pub fn new(inner: P, temperature: f32, noise: f32, seed: u64) -> Result<Self> {
         if !(temperature.is_finite() && temperature > 0.0) {
-            return Err(Error::Config(format!("tempered-junior: temperature must be > 0, got {temperature}")));
+            return Err(Error::Config(format!(
+                "tempered-junior: temperature must be > 0, got {temperature}"
+            )));
         }
         if !(noise.is_finite() && noise >= 0.0) {
             return Err(Error::Config(format!("tempered-junior: noise must be >= 0, got {noise}")));
@@ -164,7 +169,9 @@ fn make(value: &serde_json::Value, device: &Device) -> Result<Box<dyn Partner>> 
         .map_err(|e| Error::Config(format!("tempered-junior: {e} (it needs \"bigram\": [[...], ...])")))?;
     let vocab = config.bigram.len();
     if vocab == 0 || config.bigram.iter().any(|row| row.len() != vocab) {
-        return Err(Error::Config(format!("tempered-junior: bigram must be a square table, got {vocab} rows")));
+        return Err(Error::Config(format!(
+            "tempered-junior: bigram must be a square table, got {vocab} rows"
+        )));
     }
     let flat: Vec<f32> = config.bigram.into_iter().flatten().collect();
     let inner = BigramLm::from_tensor(Tensor::from_data(TensorData::new(flat, [vocab, vocab]), device));

@@ -83,7 +83,8 @@ fn noise_is_fixed_by_the_seed_and_scoring_matches_it() {
 #[test]
 fn bad_settings_are_refused() {
     let device = Device::default();
-    for (t, sigma, what) in [(0.0, 0.0, "temperature"), (f32::NAN, 0.0, "temperature"), (1.0, -1.0, "noise")] {
+    for (t, sigma, what) in [(0.0, 0.0, "temperature"), (f32::NAN, 0.0, "temperature"), (1.0, -1.0, "noise")]
+    {
         let err = Tempered::new(inner(&device), t, sigma, 0).unwrap_err().to_string();
         assert!(err.contains(what), "{err}");
     }
@@ -98,7 +99,10 @@ fn drops_into_the_tandem_engine() {
     let prompts = [vec![0, 1], vec![2]];
     let schedule = TokenBernoulli::new(0.5).unwrap();
     let run = |junior: &dyn Partner| {
-        RolloutEngine::new(&senior, junior, &classes, config.clone()).unwrap().generate(&prompts, &schedule).unwrap()
+        RolloutEngine::new(&senior, junior, &classes, config.clone())
+            .unwrap()
+            .generate(&prompts, &schedule)
+            .unwrap()
     };
     // T = 1 without noise is the inner model itself, token for token.
     let plain = inner(&device);
