@@ -316,3 +316,38 @@ fn a_partner_plugin_loads_by_path_and_plays_the_junior() {
     assert_eq!(a, b);
     assert!(a.iter().flat_map(|r| &r.owners).any(|o| *o == Owner::Junior), "the junior wrote something");
 }
+
+/// The loaded partner wraps a model file: a tiny random Qwen3 saved in the Hugging Face
+/// layout, its logits divided by T.
+#[test]
+fn a_partner_plugin_wraps_a_model_file() {
+    let config: trlvr_models::ModelConfig = serde_json::from_str(
+        r#"{"model_type": "qwen3", "vocab_size": 48, "hidden_size": 16, "intermediate_size": 32,
+            "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8,
+            "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": true,
+            "max_position_embeddings": 64}"#,
+    )
+    .unwrap();
+    let device = Device::default();
+    let dir = std::env::temp_dir().join(format!("trlvr-tempered-model-{}", std::process::id()));
+    trlvr_models::save_hf_dir(&config.init(&device), &config, None, &dir).unwrap();
+    let mut registry = Registry::default();
+    registry.load(library("trlvr_tempered_junior")).unwrap();
+    let junior = registry
+        .partner("tempered-junior", &serde_json::json!({ "temperature": 2.0, "model": dir }), &device)
+        .unwrap();
+    let (model, _) = trlvr_models::load_hf_dir(&dir, &device).unwrap();
+    let prompt: &[TokenId] = &[3, 17, 5];
+    let (_, a) = junior.start(&[prompt], 1).unwrap();
+    let (_, b) = model.start(&[prompt], 1).unwrap();
+    let (a, b) = (a.try_into_vec_as::<f32>().unwrap(), (b / 2.0).try_into_vec_as::<f32>().unwrap());
+    assert_eq!(a.len(), 48);
+    assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1e-5 * x.abs().max(1.0)), "{a:?} vs {b:?}");
+    let err = registry
+        .partner("tempered-junior", &serde_json::json!({ "model": dir.join("missing") }), &device)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("missing"), "{err}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -8,10 +8,11 @@
 //! partner's scoring ([`Partner::score`], [`Partner::logits`]) describes the same
 //! distribution it samples from, and rollouts replay from their seed.
 //!
-//! Linked, [`Tempered::new`] wraps any partner (a Qwen3 from `trlvr-models`, say).
-//! Registered as the partner `tempered-junior`, its factory builds the inner model from
-//! what trlvr itself can make: a bigram table
-//! (`{"temperature": 2.0, "noise": 0.5, "seed": 0, "bigram": [[...], ...]}`).
+//! Linked, [`Tempered::new`] wraps any partner. Registered as the partner
+//! `tempered-junior`, its factory builds the inner model from its config: a model file
+//! (`{"temperature": 2.0, "noise": 0.5, "seed": 0, "model": "path/to/hf-dir-or.gguf"}`,
+//! with the `models` feature, through `trlvr-models`) or a bigram table for tests
+//! (`"bigram": [[...], ...]` instead of `"model"`).
 //!
 //! ```
 //! use burn::prelude::*;
@@ -156,8 +157,12 @@ struct Config {
     /// Seed of the noise (default 0).
     #[serde(default)]
     seed: u64,
-    /// The inner model: a `[vocab, vocab]` table of bigram logits.
-    bigram: Vec<Vec<f32>>,
+    /// The inner model: a Hugging Face folder or a GGUF file (feature `models`).
+    #[serde(default)]
+    model: Option<std::path::PathBuf>,
+    /// Or a `[vocab, vocab]` table of bigram logits.
+    #[serde(default)]
+    bigram: Option<Vec<Vec<f32>>>,
 }
 
 fn one() -> f32 {
@@ -165,23 +170,49 @@ fn one() -> f32 {
 }
 
 fn make(value: &serde_json::Value, device: &Device) -> Result<Box<dyn Partner>> {
-    let config: Config = serde_json::from_value(value.clone())
-        .map_err(|e| Error::Config(format!("tempered-junior: {e} (it needs \"bigram\": [[...], ...])")))?;
-    let vocab = config.bigram.len();
-    if vocab == 0 || config.bigram.iter().any(|row| row.len() != vocab) {
-        return Err(Error::Config(format!(
-            "tempered-junior: bigram must be a square table, got {vocab} rows"
-        )));
+    let config: Config =
+        serde_json::from_value(value.clone()).map_err(|e| Error::Config(format!("tempered-junior: {e}")))?;
+    let (t, noise, seed) = (config.temperature, config.noise, config.seed);
+    match (config.model, config.bigram) {
+        (Some(path), None) => Ok(Box::new(Tempered::new(load_model(&path, device)?, t, noise, seed)?)),
+        (None, Some(table)) => {
+            let vocab = table.len();
+            if vocab == 0 || table.iter().any(|row| row.len() != vocab) {
+                return Err(Error::Config(format!(
+                    "tempered-junior: bigram must be a square table, got {vocab} rows"
+                )));
+            }
+            let flat: Vec<f32> = table.into_iter().flatten().collect();
+            let inner = BigramLm::from_tensor(Tensor::from_data(TensorData::new(flat, [vocab, vocab]), device));
+            Ok(Box::new(Tempered::new(inner, t, noise, seed)?))
+        }
+        _ => Err(Error::Config("tempered-junior: give the inner model as exactly one of \"model\" (a path) or \"bigram\" (a table)".into())),
     }
-    let flat: Vec<f32> = config.bigram.into_iter().flatten().collect();
-    let inner = BigramLm::from_tensor(Tensor::from_data(TensorData::new(flat, [vocab, vocab]), device));
-    Ok(Box::new(Tempered::new(inner, config.temperature, config.noise, config.seed)?))
+}
+
+/// A Hugging Face folder or a GGUF file, as a partner.
+#[cfg(feature = "models")]
+fn load_model(path: &std::path::Path, device: &Device) -> Result<trlvr_models::Decoder> {
+    let loaded = if path.is_dir() {
+        trlvr_models::load_hf_dir(path, device).map(|(decoder, _)| decoder)
+    } else {
+        trlvr_models::load_gguf(path, device).map(|(decoder, _, _)| decoder)
+    };
+    loaded.map_err(|e| Error::Config(format!("tempered-junior: {}: {e}", path.display())))
+}
+
+#[cfg(not(feature = "models"))]
+fn load_model(path: &std::path::Path, _: &Device) -> Result<BigramLm> {
+    Err(Error::Config(format!(
+        "tempered-junior: cannot open {}: this build has no model loading (feature `models`)",
+        path.display()
+    )))
 }
 
 trlvr::inventory::submit! {
     Registration {
         name: "tempered-junior",
-        about: "a weaker junior: inner logits / temperature + fixed seeded noise ({\"temperature\", \"noise\", \"seed\", \"bigram\"})",
+        about: "a weaker junior: inner logits / temperature + fixed seeded noise ({\"temperature\", \"noise\", \"seed\", \"model\" | \"bigram\"})",
         crate_name: env!("CARGO_PKG_NAME"),
         version: env!("CARGO_PKG_VERSION"),
         factory: Factory::Partner(make),
