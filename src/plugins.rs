@@ -1,4 +1,5 @@
-//! `trlvr plugins`: what the registry holds, after loading plugin libraries.
+//! `trlvr plugins`: what the registry holds (kind, name, version, crate, origin), after
+//! loading plugin libraries.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,12 +22,17 @@ pub fn run(args: &Args) -> Result<()> {
         registry.load(path)?;
     }
     let mut out = std::io::stdout().lock();
-    for (kind, name, about, origin) in registry.list() {
-        let origin = match origin {
-            Origin::Linked => "built in".to_string(),
+    writeln!(out, "{:9} {:16} {:8} {:24} ORIGIN  ABOUT", "KIND", "NAME", "VERSION", "CRATE")?;
+    for item in registry.list() {
+        let origin = match &item.origin {
+            Origin::Linked => "linked".to_string(),
             Origin::Library(path) => path.display().to_string(),
         };
-        writeln!(out, "{kind:9} {name:12} {about}  [{origin}]")?;
+        writeln!(
+            out,
+            "{:9} {:16} {:8} {:24} {origin}  {}",
+            item.kind, item.name, item.version, item.crate_name, item.about
+        )?;
     }
     Ok(())
 }

@@ -29,7 +29,7 @@ fn library(crate_name: &str) -> PathBuf {
 fn builtins_and_linked_plugins_are_registered() {
     let registry = Registry::with_linked();
     let names: Vec<_> =
-        registry.list().into_iter().map(|(kind, name, _, origin)| (kind, name, origin)).collect();
+        registry.list().into_iter().map(|item| (item.kind, item.name, item.origin)).collect();
     for (kind, name) in
         [("objective", "grpo"), ("schedule", "word"), ("schedule", "step"), ("schedule", "solo")]
     {
@@ -54,7 +54,12 @@ fn a_schedule_plugin_loads_and_passes_the_kit() {
     assert_eq!(owners, vec![S, S, S, J, J, J, J, J, S, S]);
     let err = registry.schedule("word-turns", &serde_json::json!({ "words": 0 })).unwrap_err();
     assert!(err.to_string().contains("words >= 1"), "{err}");
-    assert!(registry.list().iter().any(|(_, n, _, o)| *n == "word-turns" && matches!(o, Origin::Library(_))));
+    assert!(
+        registry
+            .list()
+            .iter()
+            .any(|i| i.name == "word-turns" && matches!(i.origin, Origin::Library(_)))
+    );
 }
 
 #[test]
@@ -83,4 +88,93 @@ fn an_objective_plugin_with_its_own_burn_is_refused() {
     assert!(err.contains("--features dynamic"), "says how to rebuild: {err}");
     assert!(registry.objective("junior-kl", &serde_json::Value::Null).is_err(), "nothing was registered");
     assert_eq!(registry.load(library("trlvr_word_turns")).unwrap(), vec!["word-turns".to_string()]);
+}
+
+#[test]
+fn the_sentence_schedule_loads_by_path_and_passes_the_kit() {
+    let mut registry = Registry::with_linked();
+    assert_eq!(registry.load(library("trlvr_sentence_handoff")).unwrap(), vec!["sentence".to_string()]);
+    let schedule =
+        registry.schedule("sentence", &serde_json::json!({ "p_senior": 0.5, "max_gap": 3 })).unwrap();
+    let classes = toy_classes();
+    // toy vocabulary: 3 "\n", 4 "\n\n" and 5 ".\n\n" end sentences
+    let tokens = [0, 1, 5, 7, 2, 6, 6, 6, 6, 3, 0];
+    for seed in 0..32 {
+        check_schedule(&schedule, &classes, &tokens, seed).unwrap();
+    }
+    // p_senior = 1: the senior keeps the pen through every redraw.
+    let all_senior = registry.schedule("sentence", &serde_json::json!({ "p_senior": 1.0 })).unwrap();
+    assert_eq!(replay(&all_senior, &classes, &tokens, 0, 0).0, vec![Owner::Senior; tokens.len()]);
+    for (bad, what) in [
+        (serde_json::json!({ "p_senior": 1.5 }), "p_senior"),
+        (serde_json::json!({ "max_gap": 0 }), "max_gap"),
+    ] {
+        let err = registry.schedule("sentence", &bad).unwrap_err().to_string();
+        assert!(err.contains(what), "{err}");
+    }
+}
+
+/// Any host refuses an objective plugin that carries its own trlvr and Burn, naming both
+/// anchors, and still loads a good plugin afterwards.
+#[test]
+fn a_plugin_with_its_own_burn_is_refused_naming_both_anchors() {
+    let mut registry = Registry::default();
+    let err = registry.load(library("trlvr_own_burn_fixture")).unwrap_err().to_string();
+    assert!(err.contains("objective \"own-burn\"") && err.contains("own copy"), "{err}");
+    assert!(err.contains(&format!("host {:p}", &trlvr::plugin::ANCHOR as *const u8)), "{err}");
+    assert_eq!(err.matches("0x").count(), 2, "both anchors: {err}");
+    assert!(registry.list().is_empty());
+    assert_eq!(registry.load(library("trlvr_word_turns")).unwrap(), vec!["word-turns".to_string()]);
+}
+
+/// Without the shared runtime the partner plugin carries its own Burn too: refused.
+#[cfg(not(feature = "dynamic"))]
+#[test]
+fn a_partner_plugin_with_its_own_burn_is_refused() {
+    let mut registry = Registry::default();
+    let err = registry.load(library("trlvr_tempered_junior")).unwrap_err().to_string();
+    assert!(err.contains("partner \"tempered-junior\"") && err.contains("own copy"), "{err}");
+}
+
+/// `trlvr plugins --load`: kind, name, version, crate and origin of every item.
+#[test]
+fn the_cli_lists_kind_name_version_and_origin() {
+    let sentence = library("trlvr_sentence_handoff");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_trlvr"))
+        .args(["plugins", "--load"])
+        .arg(&sentence)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        text.lines().next().unwrap().split_whitespace().take(5).collect::<Vec<_>>(),
+        ["KIND", "NAME", "VERSION", "CRATE", "ORIGIN"]
+    );
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!(
+        row("sentence")[..5],
+        [
+            "schedule",
+            "sentence",
+            version,
+            "trlvr-sentence-handoff",
+            &sentence.canonicalize().unwrap().display().to_string()
+        ]
+    );
+    assert_eq!(row("grpo")[..5], ["objective", "grpo", version, "trlvr", "linked"]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_trlvr"))
+        .args(["plugins", "--load", "/nonexistent/libplugin.so"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/libplugin.so"));
 }

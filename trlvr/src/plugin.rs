@@ -38,14 +38,14 @@ use burn::prelude::Device;
 use serde_json::Value;
 
 use crate::model::{Feed, Partner, Session};
-use crate::objective::portable::PortableKind;
+use crate::objective::portable::{PORTABLE_ABI_VERSION, PortableKind};
 use crate::objective::{Grpo, GrpoConfig, Objective, ObjectiveBatch, ObjectiveOutput};
 use crate::schedule::{HandoffSchedule, HandoffState, Solo, StepAlternation, TokenBernoulli, WordBoundary};
 use crate::token::TokenBatch;
 use crate::{Error, Result};
 
 /// Bumped whenever [`PluginDeclaration`] or [`Registration`] change shape.
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 /// This trlvr's version, NUL-terminated.
 pub const TRLVR_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
 /// The compiler that built this trlvr, NUL-terminated.
@@ -96,6 +96,9 @@ pub struct Registration {
     pub about: &'static str,
     /// The crate that submitted it (`env!("CARGO_PKG_NAME")`).
     pub crate_name: &'static str,
+    /// That crate's version (`env!("CARGO_PKG_VERSION")`), shown by `trlvr plugins` so a
+    /// run's log says which build of a plugin it used.
+    pub version: &'static str,
     /// The constructor.
     pub factory: Factory,
 }
@@ -164,17 +167,17 @@ fn config<T: serde::de::DeserializeOwned + Default>(value: &Value) -> Result<T> 
 
 inventory::submit! {
     Registration { name: "grpo", about: "GRPO on senior tokens (clip, dual clip, aggregation, optional KL)",
-        crate_name: env!("CARGO_PKG_NAME"),
+        crate_name: env!("CARGO_PKG_NAME"), version: env!("CARGO_PKG_VERSION"),
         factory: Factory::Objective(|v| Ok(Box::new(Grpo::new(config::<GrpoConfig>(v)?)?))) }
 }
 inventory::submit! {
     Registration { name: "solo", about: "one model writes everything ({\"owner\": \"senior\"|\"junior\"})",
-        crate_name: env!("CARGO_PKG_NAME"),
+        crate_name: env!("CARGO_PKG_NAME"), version: env!("CARGO_PKG_VERSION"),
         factory: Factory::Schedule(|v| Ok(Box::new(config::<Solo>(v)?))) }
 }
 inventory::submit! {
     Registration { name: "word", about: "the paper's word-boundary Bernoulli(p_senior) with gap cap max_gap",
-        crate_name: env!("CARGO_PKG_NAME"),
+        crate_name: env!("CARGO_PKG_NAME"), version: env!("CARGO_PKG_VERSION"),
         factory: Factory::Schedule(|v| {
             let w: WordBoundary = config(v)?;
             Ok(Box::new(WordBoundary::new(w.p_senior, w.max_gap)?))
@@ -182,7 +185,7 @@ inventory::submit! {
 }
 inventory::submit! {
     Registration { name: "token", about: "token-level Bernoulli(p_senior)",
-        crate_name: env!("CARGO_PKG_NAME"),
+        crate_name: env!("CARGO_PKG_NAME"), version: env!("CARGO_PKG_VERSION"),
         factory: Factory::Schedule(|v| {
             let p = v.get("p_senior").and_then(Value::as_f64).unwrap_or(0.5);
             Ok(Box::new(TokenBernoulli::new(p)?))
@@ -190,7 +193,7 @@ inventory::submit! {
 }
 inventory::submit! {
     Registration { name: "step", about: "paragraph alternation for evaluation (first, max_rounds)",
-        crate_name: env!("CARGO_PKG_NAME"),
+        crate_name: env!("CARGO_PKG_NAME"), version: env!("CARGO_PKG_VERSION"),
         factory: Factory::Schedule(|v| {
             let step: StepAlternation = config(v)?;
             step.validate()?;
@@ -205,6 +208,23 @@ pub enum Origin {
     Linked,
     /// Loaded from this file.
     Library(PathBuf),
+}
+
+/// One item of [`Registry::list`].
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// `objective`, `schedule` or `partner`.
+    pub kind: &'static str,
+    /// Its registered name.
+    pub name: &'static str,
+    /// One line about it.
+    pub about: &'static str,
+    /// The crate that registered it (`(portable ABI)` for a portable objective).
+    pub crate_name: &'static str,
+    /// That crate's version.
+    pub version: &'static str,
+    /// Where it came from.
+    pub origin: Origin,
 }
 
 #[derive(Debug)]
@@ -253,6 +273,11 @@ impl Registry {
             )));
         }
         if let Some(existing) = self.entries.get(&key) {
+            if std::ptr::eq(existing.registration, registration) {
+                // The very same item (a crate linked into a `dynamic` host and loaded by
+                // path is one library): nothing to add.
+                return Ok(());
+            }
             return Err(Error::Plugin(format!(
                 "{} {:?} from {origin:?} is already registered from {:?}",
                 key.0, key.1, existing.origin
@@ -278,12 +303,28 @@ impl Registry {
         if self.loaded.contains(&canonical) {
             return Ok(Vec::new());
         }
+        if let Some(name) = another_copy_loaded(&canonical) {
+            return Err(plugin_error(
+                path,
+                &format!(
+                    "a library named {name} is already loaded from another file; a second copy of a Rust \
+                     dylib would bind its statics to the first one's (its registrations would loop): \
+                     load one copy per process, or rename one"
+                ),
+            ));
+        }
         // SAFETY: loading runs the library's initialisers; trlvr plugins have none of
         // their own. The declaration is read as plain data before it is trusted.
-        let library = Arc::new(
-            unsafe { libloading::Library::new(&canonical) }
-                .map_err(|e| plugin_error(path, &e.to_string()))?,
-        );
+        let library = unsafe { libloading::Library::new(&canonical) }.map_err(|e| {
+            plugin_error(
+                path,
+                &format!("not a loadable library ({e}); the host loads trlvr plugins of ABI {ABI_VERSION}"),
+            )
+        })?;
+        // Never unloaded, even when refused: its initialisers have run, and with the shared
+        // runtime its `inventory::submit!`s already sit in the host's inventory.
+        let library = Arc::new(library);
+        std::mem::forget(library.clone());
         if let Some(kind) = PortableKind::from_library(library.clone()) {
             let kind = kind.map_err(|e| plugin_error(path, &e))?;
             if let Some(existing) = self.entries.get(&("objective", kind.name)) {
@@ -305,8 +346,12 @@ impl Registry {
             let symbol = library.get::<*const PluginDeclaration>(b"TRLVR_PLUGIN\0").map_err(|_| {
                 plugin_error(
                     path,
-                    "no TRLVR_PLUGIN symbol: not a trlvr plugin (use trlvr::export_plugin!(), \
-                     or export TRLVR_PORTABLE_OBJECTIVE for the portable objective ABI)",
+                    &format!(
+                        "no TRLVR_PLUGIN symbol: not a trlvr plugin; the host expects one exporting TRLVR_PLUGIN \
+                         (ABI {ABI_VERSION}, trlvr {}) from trlvr::export_plugin!(), or TRLVR_PORTABLE_OBJECTIVE \
+                         (the portable objective ABI {PORTABLE_ABI_VERSION})",
+                        TRLVR_VERSION.trim_end_matches('\0')
+                    ),
                 )
             })?;
             &**symbol
@@ -328,7 +373,17 @@ impl Registry {
             }
         }
         let mut handed = Vec::new();
-        (declaration.register)(&mut |r| handed.push(r));
+        // With the shared runtime a library's `inventory::submit!`s join the host's own
+        // inventory, which its `register` walks: a crate loaded from two files (or
+        // linked too) hands over each item more than once. One per name.
+        (declaration.register)(&mut |r| {
+            if !handed
+                .iter()
+                .any(|h: &&Registration| h.factory.kind() == r.factory.kind() && h.name == r.name)
+            {
+                handed.push(r);
+            }
+        });
         // Objectives and partners run tensor ops: they must share the host's trlvr and
         // Burn (one autodiff graph, one set of devices), which the anchor proves.
         if let Some(r) = handed.iter().find(|r| !matches!(r.factory, Factory::Schedule(_))) {
@@ -364,14 +419,34 @@ impl Registry {
         Ok(names)
     }
 
-    /// `(kind, name, about, origin)` of every item, sorted.
-    pub fn list(&self) -> Vec<(&'static str, &'static str, &'static str, Origin)> {
-        let mut items: Vec<_> =
-            self.entries.iter().map(|((k, n), e)| (*k, *n, e.registration.about, e.origin.clone())).collect();
+    /// Every item, sorted by kind and name.
+    pub fn list(&self) -> Vec<Listing> {
+        let mut items: Vec<Listing> = self
+            .entries
+            .iter()
+            .map(|((kind, _), e)| {
+                let r = e.registration;
+                Listing {
+                    kind,
+                    name: r.name,
+                    about: r.about,
+                    crate_name: r.crate_name,
+                    version: r.version,
+                    origin: e.origin.clone(),
+                }
+            })
+            .collect();
         for (name, (kind, file)) in &self.portable {
-            items.push(("objective", *name, kind.about, Origin::Library(file.clone())));
+            items.push(Listing {
+                kind: "objective",
+                name,
+                about: kind.about,
+                crate_name: "(portable ABI)",
+                version: kind.version,
+                origin: Origin::Library(file.clone()),
+            });
         }
-        items.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        items.sort_by(|a, b| (a.kind, a.name).cmp(&(b.kind, b.name)));
         items
     }
 
@@ -420,6 +495,28 @@ impl Registry {
         let Factory::Partner(make) = entry.registration.factory else { unreachable!("keyed by kind") };
         Ok(Plugged { inner: make(config, device)?, _library: entry.library.clone() })
     }
+}
+
+/// The file name of `canonical` if a library of that name (its soname) is loaded but
+/// `canonical` itself is not. Two copies of one Rust `dylib` in a process share exported
+/// symbols: the second copy's `inventory` initialiser re-submits the first copy's
+/// registration and the registry's list becomes a cycle.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn another_copy_loaded(canonical: &Path) -> Option<String> {
+    use libloading::os::unix::{Library, RTLD_LAZY};
+    /// glibc's and musl's value (libloading does not export it).
+    const RTLD_NOLOAD: std::ffi::c_int = 4;
+    // SAFETY: RTLD_NOLOAD never loads anything, so no initialiser runs; a handle found
+    // only raises the reference count, which dropping it lowers again.
+    let loaded = |p: &std::ffi::OsStr| unsafe { Library::open(Some(p), RTLD_LAZY | RTLD_NOLOAD) }.is_ok();
+    let name = canonical.file_name()?;
+    (!loaded(canonical.as_os_str()) && loaded(name)).then(|| name.to_string_lossy().into_owned())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn another_copy_loaded(_: &Path) -> Option<String> {
+    None
 }
 
 fn plugin_error(path: &Path, message: &str) -> Error {

@@ -10,8 +10,8 @@ use crate::token::TokenId;
 use crate::{Error, Result};
 
 /// What the schedules need to know about each vocabulary id: does it start a word (the
-/// boundary set B of the word schedule), how many newlines end it (paragraph ends for the
-/// step schedule), and is it an EOS id.
+/// boundary set B of the word schedule), does it end a sentence, how many newlines end it
+/// (paragraph ends for the step schedule), and is it an EOS id.
 #[derive(Debug, Clone)]
 pub struct TokenClasses {
     word_start: Vec<bool>,
@@ -19,6 +19,8 @@ pub struct TokenClasses {
     trailing_newlines: Vec<u8>,
     /// The text is non-empty and only newlines.
     only_newlines: Vec<bool>,
+    /// See [`TokenClasses::is_sentence_end`].
+    sentence_end: Vec<bool>,
     eos: Vec<TokenId>,
 }
 
@@ -51,10 +53,11 @@ impl TokenClasses {
             .collect();
         let only_newlines =
             texts.iter().map(|t| !t.as_ref().is_empty() && t.as_ref().bytes().all(|b| b == b'\n')).collect();
+        let sentence_end = texts.iter().map(|t| ends_sentence(t.as_ref())).collect();
         let mut eos = eos.to_vec();
         eos.sort_unstable();
         eos.dedup();
-        Ok(Self { word_start, trailing_newlines, only_newlines, eos })
+        Ok(Self { word_start, trailing_newlines, only_newlines, sentence_end, eos })
     }
 
     /// From decoded token texts alone: a token starts a word when its text starts with a
@@ -125,6 +128,14 @@ impl TokenClasses {
         &self.eos
     }
 
+    /// Does `id` end a sentence: its text ends with a newline, or, trailing spaces
+    /// removed, with `.`, `!` or `?` (or `。！？`)? Token-level, so a decimal point
+    /// counts too, as a word-start token inside a multi-token word does for B. Ids
+    /// outside the vocabulary do not.
+    pub fn is_sentence_end(&self, id: TokenId) -> bool {
+        self.sentence_end.get(id as usize).copied().unwrap_or(false)
+    }
+
     /// Trailing newline count of the token's text, and whether the text is only newlines.
     pub fn newlines(&self, id: TokenId) -> (u8, bool) {
         let i = id as usize;
@@ -133,6 +144,10 @@ impl TokenClasses {
             self.only_newlines.get(i).copied().unwrap_or(false),
         )
     }
+}
+
+fn ends_sentence(text: &str) -> bool {
+    text.ends_with('\n') || text.trim_end_matches([' ', '\t']).ends_with(['.', '!', '?', '。', '！', '？'])
 }
 
 /// The string a tokenizer puts in place of a word's leading space.

@@ -52,8 +52,13 @@ trlvr::inventory::submit! {
         name: "junior-kl",
         about: "GRPO + beta * token-mean k3 KL(pi_theta || pi_junior) (method.md 4)",
         crate_name: env!("CARGO_PKG_NAME"),
+        version: env!("CARGO_PKG_VERSION"),
         factory: Factory::Objective(|value| {
-            let config: Config = serde_json::from_value(value.clone()).map_err(|e| Error::Config(e.to_string()))?;
+            let config: Config = if value.is_null() {
+                Config::default()
+            } else {
+                serde_json::from_value(value.clone()).map_err(|e| Error::Config(e.to_string()))?
+            };
             Ok(Box::new(JuniorKl::new(config.grpo, config.beta)?))
         }),
     }

@@ -87,3 +87,54 @@ fn beta_defaults_to_the_papers() {
     assert_eq!(a, b);
     assert_ne!(a, g);
 }
+
+/// Linked, junior-KL matches the PyTorch reference of `scripts/grpo_oracle.py`
+/// (`tests/fixtures/junior_kl_oracle.json` at the workspace root; the loaded plugin is
+/// checked against it in `tests/plugins_dynamic.rs`).
+#[test]
+fn matches_the_pytorch_reference() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/junior_kl_oracle.json");
+    let fx: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let floats = |k: &str| -> Vec<f32> {
+        fx[k].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect()
+    };
+    let case = RolloutCase {
+        prompt_lengths: fx["prompt_lengths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as usize)
+            .collect(),
+        owners: fx["owners"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| {
+                row.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| if s.as_u64() == Some(1) { Owner::Senior } else { Owner::Junior })
+                    .collect()
+            })
+            .collect(),
+        width: fx["width"].as_u64().unwrap() as usize,
+        log_probs: floats("log_probs"),
+        old_log_probs: floats("old_log_probs"),
+        ref_log_probs: floats("junior_log_probs"),
+        advantages: floats("advantages"),
+    };
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-5 * a.abs().max(b.abs()) + 1e-7;
+    for c in fx["cases"].as_array().unwrap() {
+        let config = &c["config"];
+        let pg: GrpoConfig = serde_json::from_value(config["grpo"].clone()).unwrap();
+        let objective = JuniorKl::new(pg, config["beta"].as_f64().unwrap()).unwrap();
+        let (loss, grad) = loss_and_grad(&objective, &case, &Device::default()).unwrap();
+        let name = c["name"].as_str().unwrap();
+        let reference = c["loss"].as_f64().unwrap();
+        assert!(close(f64::from(loss), reference), "{name}: loss {loss} vs {reference}");
+        for (k, (g, r)) in grad.iter().zip(c["grad"].as_array().unwrap()).enumerate() {
+            let r = r.as_f64().unwrap();
+            assert!(close(f64::from(*g), r), "{name}: grad[{k}] {g} vs {r}");
+        }
+    }
+}

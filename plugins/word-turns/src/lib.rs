@@ -69,6 +69,7 @@ trlvr::inventory::submit! {
         name: "word-turns",
         about: "deterministic turns of `words` words each ({\"words\": 8, \"first\": \"senior\"})",
         crate_name: env!("CARGO_PKG_NAME"),
+        version: env!("CARGO_PKG_VERSION"),
         factory: Factory::Schedule(|value| {
             let rule: WordTurns = if value.is_null() {
                 WordTurns::default()
