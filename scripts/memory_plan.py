@@ -65,8 +65,9 @@ def main():
         print(f"| {t} | {p / MIB:.0f} | {got} |")
 
     gpu = 141e9
-    t, scored, rollouts = 3300, 3300, 128  # the trainer scores every position today
-    print("\n## Qwen3 at the paper's settings (rows of 3,300 tokens, all scored; 141 GB GPU)\n")
+    # Rows of a 300-token prompt and a 3,000-token response; the trainer scores the response.
+    t, scored, rollouts = 3300, 3000, 128
+    print("\n## Qwen3 at the paper's settings (rows of 3,300 tokens, 3,000 scored; 141 GB GPU)\n")
     print("| model | params | weights+Adam GB | per row GB (no ckpt) | per row GB (ckpt) "
           "| largest micro-batch (no ckpt) | (ckpt) | KV cache 128 rows f32 GB | bf16 GB |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -138,13 +138,11 @@ fn plan(c: &TrainConfig, objective: &dyn Objective, inputs: &Inputs<'_>) -> Vec<
         .collect()
 }
 
-/// `prompt ++ response` of the given rows.
-fn token_batch(inputs: &Inputs<'_>, rows: &[usize]) -> Result<TokenBatch> {
-    let rows: Vec<(&[TokenId], &Rollout)> = rows
-        .iter()
-        .map(|&i| (inputs.prompts[inputs.rollouts[i].prompt].as_slice(), &inputs.rollouts[i]))
-        .collect();
-    sequences(&rows)
+/// `prompt ++ response` of the given rows, and where each row's response starts.
+fn token_batch(inputs: &Inputs<'_>, rows: &[usize]) -> Result<(TokenBatch, Vec<usize>)> {
+    let prompt = |i: usize| inputs.prompts[inputs.rollouts[i].prompt].as_slice();
+    let rows: Vec<(&[TokenId], &Rollout)> = rows.iter().map(|&i| (prompt(i), &inputs.rollouts[i])).collect();
+    Ok((sequences(&rows)?, rows.iter().map(|(p, _)| p.len()).collect()))
 }
 
 /// π_old by the senior before any update (a gradient-free copy) for every mini-batch
@@ -166,9 +164,11 @@ fn old_log_probs<P: Policy>(
             if m == 0 && !needs_reference {
                 continue;
             }
-            let batch = token_batch(inputs, &micro.rows)?;
+            let (batch, responses) = token_batch(inputs, &micro.rows)?;
             if m > 0 {
-                micro.old = Some(host(copy.score(&batch, t)?)?);
+                // Scored from the response on, like the update's log-probs: prompt slots are
+                // 0 in both (and masked anyway).
+                micro.old = Some(host(copy.log_probs_from(&batch, t, &responses)?.detach())?);
             }
             if needs_reference {
                 micro.reference = Some(host(junior.score(&batch, t)?)?);
@@ -231,7 +231,8 @@ pub fn sequences(rows: &[(&[TokenId], &Rollout)]) -> Result<TokenBatch> {
 }
 
 /// What the objective sees of `rows`: the senior's log-probs with gradients at
-/// `temperature`, π_old (`None`: the current log-probs, detached) and the reference laid
+/// `temperature`, scored from each response's start only (prompt slots are 0 and outside
+/// the loss mask, so the LM head never runs over the prompt), π_old (`None`: the current log-probs, detached) and the reference laid
 /// out as [`sequences`] lays out the rows (`[rows, width]` row-major), one advantage per row, the loss mask from each rollout's
 /// owners (junior tokens carry no loss) and the mini-batch's `normalizer`.
 ///
@@ -247,7 +248,8 @@ pub fn objective_batch<P: Policy>(
     normalizer: Normalizer,
 ) -> Result<ObjectiveBatch> {
     let batch = sequences(rows)?;
-    let log_probs = senior.log_probs(&batch, temperature)?;
+    let prompt_lengths: Vec<usize> = rows.iter().map(|(p, _)| p.len()).collect();
+    let log_probs = senior.log_probs_from(&batch, temperature, &prompt_lengths)?;
     let device = log_probs.device();
     let [n, width] = log_probs.dims();
     let table = |v: &[f32]| {
@@ -256,7 +258,6 @@ pub fn objective_batch<P: Policy>(
         }
         Ok(Tensor::<2>::from_data(TensorData::new(v.to_vec(), [n, width]), &device))
     };
-    let prompt_lengths: Vec<usize> = rows.iter().map(|(p, _)| p.len()).collect();
     let owners: Vec<Vec<Owner>> = rows.iter().map(|(_, r)| r.owners.clone()).collect();
     let masks = RolloutMasks::new(&prompt_lengths, &owners, width, &device)?;
     Ok(ObjectiveBatch {
