@@ -7,6 +7,7 @@ use std::time::Instant;
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::prelude::*;
+use burn::tensor::DType;
 
 use super::config::TrainConfig;
 use crate::mask::{Normalizer, RolloutMasks};
@@ -256,7 +257,7 @@ pub fn objective_batch<P: Policy>(
         if v.len() != n * width {
             return Err(Error::Shape(format!("{} log-probs for [{n}, {width}]", v.len())));
         }
-        Ok(Tensor::<2>::from_data(TensorData::new(v.to_vec(), [n, width]), &device))
+        Ok(Tensor::<2>::from_data(TensorData::new(v.to_vec(), [n, width]), (&device, DType::F32)))
     };
     let owners: Vec<Vec<Owner>> = rows.iter().map(|(_, r)| r.owners.clone()).collect();
     let masks = RolloutMasks::new(&prompt_lengths, &owners, width, &device)?;
@@ -267,7 +268,7 @@ pub fn objective_batch<P: Policy>(
         },
         ref_log_probs: reference.map(table).transpose()?,
         log_probs,
-        advantages: Tensor::from_data(TensorData::new(advantages.to_vec(), [n]), &device),
+        advantages: Tensor::from_data(TensorData::new(advantages.to_vec(), [n]), (&device, DType::F32)),
         loss_mask: masks.loss_mask(),
         normalizer,
     })
@@ -305,7 +306,8 @@ impl ModuleVisitor for SquaredNorm<'_> {
             return;
         }
         if let Some(grad) = self.grads.get::<D>(param.id) {
-            let squares = grad.square().sum();
+            // Summed in f32 whatever the weights' dtype.
+            let squares = grad.cast(DType::F32).square().sum();
             self.total = Some(match self.total.take() {
                 Some(total) => total + squares,
                 None => squares,
