@@ -102,7 +102,11 @@ pub fn run(args: &Args) -> Result<()> {
     let junior_device =
         parse_device(recipe.junior_device()).context("junior.device (or --junior-device, --device)")?;
     let senior_path = resolve_model(&recipe.senior.path)?;
-    let senior = Loaded::from_path(&senior_path, &senior_device.clone().autodiff())?;
+    let mut training_device = senior_device.clone().autodiff();
+    if recipe.train.gradient_checkpointing {
+        training_device = training_device.gradient_checkpointing();
+    }
+    let senior = Loaded::from_path(&senior_path, &training_device)?;
     let junior_path = match recipe.junior.as_ref().and_then(|j| j.path.as_deref()) {
         Some(path) => resolve_model(path)?,
         None => senior_path.clone(),
