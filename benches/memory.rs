@@ -17,22 +17,27 @@
 //! CPU backend allocates through it): the high-water mark above what was live before the
 //! micro-batch, so the weights are not counted. One line per length, peak in MiB.
 //!
-//! `cargo bench --bench memory` runs both paths at 512, 1024, 2048 and 4096; the `full`
+//! `cargo bench --bench memory` runs every path at 512, 1024, 2048 and 4096; the `full`
 //! path at 4096 needs ~7.5 GiB and is skipped unless `TRLVR_BENCH_FULL_4096=1`.
 //!
 //! Measured 2026-11-30 (flex, 2-core build machine), peak MiB:
 //!
-//! | length | chunked | full |
-//! |---:|---:|---:|
-//! | 512 | 713 | 937 |
-//! | 1024 | 1097 | 1850 |
-//! | 2048 | 1888 | 3715 |
-//! | 4096 | 3549 | 7601 |
+//! | length | chunked | response half | checkpointed | full |
+//! |---:|---:|---:|---:|---:|
+//! | 512 | 713 | 491 | 929 | 937 |
+//! | 1024 | 1097 | 691 | 1529 | 1850 |
+//! | 2048 | 1888 | 1111 | 2737 | 3715 |
+//! | 4096 | 3549 | 2029 | 5182 | 7601 |
 //!
-//! Both grow linearly here (the vocabulary term dominates this narrow model); what is
-//! left in `chunked` is about one `vocab`-wide float per scored position (each chunk's
-//! `logits - max`, which Burn keeps for the `exp` backward) plus half the attention
-//! matrix per head; dropping those needs a custom backward.
+//! and for the deep model (4 layers, hidden 256, vocabulary 512), plain / checkpointed:
+//! 124 / 74 at 512, 282 / 150 at 1024, 746 / 380 at 2048.
+//!
+//! Everything grows about linearly here (the vocabulary term dominates this narrow
+//! model); scoring only the response removes the prompt's share of it. What is left in
+//! `chunked` is about one `vocab`-wide float per scored position (each chunk's
+//! `logits - max`, which Burn keeps for the `exp` backward) plus the attention blocks.
+//! Burn's balanced checkpointing halves the deep model's layers but keeps more per
+//! log-prob chunk, so it costs here (docs/memory.md).
 #![allow(clippy::print_stdout, missing_docs)]
 // A global allocator is an `unsafe impl`; it only forwards to the system allocator.
 #![allow(unsafe_code)]
