@@ -3,9 +3,13 @@
 //! A narrow Qwen3-shaped model (1 layer, hidden 64, 2 query heads sharing 1 key/value
 //! head) with the real Qwen3 vocabulary (151,936 tied), so the LM head and the attention
 //! dominate as they do at paper scale. One row of random tokens per length; the loss is
-//! the sum of the token log-probs. Two paths:
+//! the sum of the token log-probs. The paths:
 //! - `chunked`: today's [`Policy::log_probs`] (LM head per chunk of positions, attention
-//!   in query blocks);
+//!   in query blocks), every position scored;
+//! - `response half`: [`Policy::log_probs_from`] from the middle of the row, as the
+//!   trainer scores a row whose second half is the response;
+//! - `checkpointed`: `chunked` on `Device::flex().autodiff().gradient_checkpointing()`
+//!   (the recipe's `gradient_checkpointing = true`);
 //! - `full`: the previous path, full-vocabulary logits and their log-softmax at every
 //!   position and the attention as one block.
 //!
@@ -13,22 +17,27 @@
 //! CPU backend allocates through it): the high-water mark above what was live before the
 //! micro-batch, so the weights are not counted. One line per length, peak in MiB.
 //!
-//! `cargo bench --bench memory` runs both paths at 512, 1024, 2048 and 4096; the `full`
+//! `cargo bench --bench memory` runs every path at 512, 1024, 2048 and 4096; the `full`
 //! path at 4096 needs ~7.5 GiB and is skipped unless `TRLVR_BENCH_FULL_4096=1`.
 //!
 //! Measured 2026-11-30 (flex, 2-core build machine), peak MiB:
 //!
-//! | length | chunked | full |
-//! |---:|---:|---:|
-//! | 512 | 713 | 937 |
-//! | 1024 | 1097 | 1850 |
-//! | 2048 | 1888 | 3715 |
-//! | 4096 | 3549 | 7601 |
+//! | length | chunked | response half | checkpointed | full |
+//! |---:|---:|---:|---:|---:|
+//! | 512 | 713 | 491 | 929 | 937 |
+//! | 1024 | 1097 | 691 | 1529 | 1850 |
+//! | 2048 | 1888 | 1111 | 2737 | 3715 |
+//! | 4096 | 3549 | 2029 | 5182 | 7601 |
 //!
-//! Both grow linearly here (the vocabulary term dominates this narrow model); what is
-//! left in `chunked` is about one `vocab`-wide float per scored position (each chunk's
-//! `logits - max`, which Burn keeps for the `exp` backward) plus half the attention
-//! matrix per head; dropping those needs a custom backward.
+//! and for the deep model (4 layers, hidden 256, vocabulary 512), plain / checkpointed:
+//! 124 / 74 at 512, 282 / 150 at 1024, 746 / 380 at 2048.
+//!
+//! Everything grows about linearly here (the vocabulary term dominates this narrow
+//! model); scoring only the response removes the prompt's share of it. What is left in
+//! `chunked` is about one `vocab`-wide float per scored position (each chunk's
+//! `logits - max`, which Burn keeps for the `exp` backward) plus the attention blocks.
+//! Burn's balanced checkpointing halves the deep model's layers but keeps more per
+//! log-prob chunk, so it costs here (docs/memory.md).
 #![allow(clippy::print_stdout, missing_docs)]
 // A global allocator is an `unsafe impl`; it only forwards to the system allocator.
 #![allow(unsafe_code)]
@@ -104,18 +113,32 @@ fn peak_of(step: impl FnOnce()) -> f64 {
 
 fn main() {
     let device = Device::flex().autodiff();
+    let checkpointing = device.clone().gradient_checkpointing();
     let config = narrow_qwen3();
     let full_4096 = std::env::var("TRLVR_BENCH_FULL_4096").is_ok_and(|v| v == "1");
-    println!("| length | chunked peak MiB | full peak MiB |");
-    println!("|---:|---:|---:|");
+    println!("| length | chunked peak MiB | response half MiB | checkpointed MiB | full peak MiB |");
+    println!("|---:|---:|---:|---:|---:|");
     for length in [512usize, 1024, 2048, 4096] {
         let tokens: Vec<u32> = (0..length).map(|i| ((i * 7919 + 13) % config.vocab_size) as u32).collect();
         let batch = TokenBatch::new(vec![tokens], 0).unwrap();
+        device.seed(0);
         let model = config.init(&device);
         let chunked = peak_of(|| {
             let grads = model.log_probs(&batch, 1.0).unwrap().sum().backward();
             drop(grads);
         });
+        // As the trainer scores: from where the response starts (here, half-way).
+        let response = peak_of(|| {
+            let grads = model.log_probs_from(&batch, 1.0, &[length / 2]).unwrap().sum().backward();
+            drop(grads);
+        });
+        checkpointing.seed(0);
+        let checkpointed_model = config.init(&checkpointing);
+        let checkpointed = peak_of(|| {
+            let grads = checkpointed_model.log_probs(&batch, 1.0).unwrap().sum().backward();
+            drop(grads);
+        });
+        drop(checkpointed_model);
         let full = if length < 4096 || full_4096 {
             let model = model.clone().with_query_block(length);
             let ids = batch.ids(&device);
@@ -128,6 +151,33 @@ fn main() {
         } else {
             "skipped".into()
         };
-        println!("| {length} | {chunked:.0} | {full} |");
+        println!("| {length} | {chunked:.0} | {response:.0} | {checkpointed:.0} | {full} |");
     }
+
+    // Where the layers, not the vocabulary, dominate (as at Qwen3-4B scale): does
+    // checkpointing pay there?
+    let config = deep_small_vocab();
+    println!();
+    println!("| length (4 layers, hidden 256, vocab 512) | plain MiB | checkpointed MiB |");
+    println!("|---:|---:|---:|");
+    for length in [512usize, 1024, 2048] {
+        let tokens: Vec<u32> = (0..length).map(|i| ((i * 7919 + 13) % config.vocab_size) as u32).collect();
+        let batch = TokenBatch::new(vec![tokens], 0).unwrap();
+        let [plain, checkpointed] = [&device, &checkpointing].map(|d| {
+            let model = config.init(d);
+            peak_of(|| drop(model.log_probs(&batch, 1.0).unwrap().sum().backward()))
+        });
+        println!("| {length} | {plain:.0} | {checkpointed:.0} |");
+    }
+}
+
+fn deep_small_vocab() -> ModelConfig {
+    serde_json::from_str(
+        r#"{"model_type": "qwen3", "vocab_size": 512, "hidden_size": 256,
+        "intermediate_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "head_dim": 64, "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0, "tie_word_embeddings": true,
+        "max_position_embeddings": 40960}"#,
+    )
+    .unwrap()
 }

@@ -10,8 +10,15 @@ GIB = 1024**3
 MIB = 1024**2
 V = 151_936
 CHUNK = 256          # trlvr::model::LOG_PROB_CHUNK
-KEPT_PER_VOCAB = 5.4  # bytes kept per scored position per vocab entry (measured; 4 in theory)
-TRANSIENT_CHUNKS = 1.5  # chunk-sized [CHUNK, V] f32 tensors alive during one chunk's backward (fitted)
+# Fitted to `cargo bench --bench memory` (2026-11-30); each constant says from what.
+KEPT_PER_VOCAB = 5.05  # bytes kept per scored position per vocab entry (narrow model, slope 2048->4096 less the rest; 4 in theory)
+TRANSIENT_CHUNKS = 2.0  # chunk-sized [CHUNK, V] f32 tensors alive during one chunk's backward (narrow model, intercept)
+ACT_SCALE = 1.55      # kept activations / the count in act_per_token (deep model, linear term)
+ATTN_BYTES = 6.2      # bytes kept per head per (query, key) pair over the whole T^2 (deep model, quadratic term; 2.5 in theory)
+# Burn's balanced checkpointing (Device::gradient_checkpointing): recomputes elementwise ops,
+# keeps matmul, reduction, gather, mask_fill and cast outputs.
+CKPT_BODY = 0.51      # layer activations + attention kept, checkpointed / plain (deep model, 2048)
+CKPT_PER_VOCAB = 7.96  # KEPT_PER_VOCAB when checkpointed: more, not less (narrow model, slope 2048->4096)
 
 
 def shapes(d, layers, heads, kv, hd, inter, vocab=V, tied=True):
@@ -26,6 +33,7 @@ MODELS = {
     "Qwen3-4B": shapes(2560, 36, 32, 8, 128, 9728),
 }
 NARROW = shapes(64, 1, 2, 1, 32, 128)
+DEEP = shapes(256, 4, 4, 2, 64, 1024, vocab=512)
 
 
 def act_per_token(m):
@@ -35,13 +43,11 @@ def act_per_token(m):
 
 def micro_batch(m, rows, length, scored, checkpoint=False):
     """Peak bytes of forward + backward of `rows` rows (weights and optimizer excluded)."""
-    attn_layer = 2.5 * m["h"] * length**2          # kept softmax (4 B) + mask (1 B), causal half
-    act_layer = act_per_token(m) * length
-    if checkpoint:   # keep each layer's input; recompute one layer at a time
-        body = rows * (m["L"] * 4 * m["d"] * length + act_layer + attn_layer)
-    else:
-        body = rows * m["L"] * (act_layer + attn_layer)
-    logits = rows * scored * KEPT_PER_VOCAB * m["V"] + TRANSIENT_CHUNKS * CHUNK * m["V"] * 4
+    attn_layer = ATTN_BYTES * m["h"] * length**2   # block softmax, its exp and mask, causal half
+    act_layer = ACT_SCALE * act_per_token(m) * length
+    body = rows * m["L"] * (act_layer + attn_layer) * (CKPT_BODY if checkpoint else 1.0)
+    per_vocab = CKPT_PER_VOCAB if checkpoint else KEPT_PER_VOCAB
+    logits = rows * scored * per_vocab * m["V"] + TRANSIENT_CHUNKS * CHUNK * m["V"] * 4
     grads = 4 * m["P"]
     return body + logits + grads
 
@@ -56,17 +62,26 @@ def kv_cache(m, rows, length, bytes_=4):
 
 
 def main():
-    print("## Prediction vs the CPU bench (narrow model, one row, all positions scored)\n")
-    print("| length | predicted MiB | measured MiB |")
+    print("## Prediction vs the CPU bench, MiB (predicted / measured)\n")
+    print("Narrow model (1 layer, hidden 64, Qwen3 vocabulary), one row:\n")
+    print("| length | all scored | response half scored | all scored, checkpointed |")
+    print("|---:|---:|---:|---:|")
+    measured = {512: (713, 491, 929), 1024: (1097, 691, 1529), 2048: (1888, 1111, 2737), 4096: (3549, 2029, 5182)}
+    for t, (a, h, c) in measured.items():
+        pa, ph = micro_batch(NARROW, 1, t, t - 1), micro_batch(NARROW, 1, t, t // 2)
+        pc = micro_batch(NARROW, 1, t, t - 1, True)
+        print(f"| {t} | {pa / MIB:.0f} / {a} | {ph / MIB:.0f} / {h} | {pc / MIB:.0f} / {c} |")
+    print("\nDeep model (4 layers, hidden 256, MLP 1024, vocabulary 512), one row, all scored:\n")
+    print("| length | plain | checkpointed |")
     print("|---:|---:|---:|")
-    measured = {512: 713, 1024: 1097, 2048: 1888, 4096: 3549}
-    for t, got in measured.items():
-        p = micro_batch(NARROW, 1, t, t - 1)
-        print(f"| {t} | {p / MIB:.0f} | {got} |")
+    for t, (a, c) in {512: (124, 74), 1024: (282, 150), 2048: (746, 380)}.items():
+        pa, pc = micro_batch(DEEP, 1, t, t - 1), micro_batch(DEEP, 1, t, t - 1, True)
+        print(f"| {t} | {pa / MIB:.0f} / {a} | {pc / MIB:.0f} / {c} |")
 
     gpu = 141e9
-    t, scored, rollouts = 3300, 3300, 128  # the trainer scores every position today
-    print("\n## Qwen3 at the paper's settings (rows of 3,300 tokens, all scored; 141 GB GPU)\n")
+    # Rows of a 300-token prompt and a 3,000-token response; the trainer scores the response.
+    t, scored, rollouts = 3300, 3000, 128
+    print("\n## Qwen3 at the paper's settings (rows of 3,300 tokens, 3,000 scored; 141 GB GPU)\n")
     print("| model | params | weights+Adam GB | per row GB (no ckpt) | per row GB (ckpt) "
           "| largest micro-batch (no ckpt) | (ckpt) | KV cache 128 rows f32 GB | bf16 GB |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -47,6 +47,19 @@ fn default_device() -> String {
     "flex".into()
 }
 
+/// The frozen partner; every key is optional: `[junior] device = "cuda:1"` alone puts the
+/// self-paired junior on its own GPU, as the release does.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JuniorSpec {
+    /// Where the weights are (default: the senior's starting checkpoint, self-paired).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// `flex`, `cuda[:N]`, `tch`, `tch-cuda[:N]` (default: the senior's device).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+}
+
 /// Where the problems come from and how they become prompts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -94,9 +107,10 @@ pub struct Recipe {
     pub arm: Arm,
     /// The model being trained.
     pub senior: ModelSpec,
-    /// The frozen partner (default: a frozen copy of the senior's starting checkpoint).
+    /// The frozen partner (default: a frozen copy of the senior's starting checkpoint, on
+    /// the senior's device).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub junior: Option<ModelSpec>,
+    pub junior: Option<JuniorSpec>,
     /// The problems.
     pub data: DataSection,
     /// The training loop's settings.
@@ -177,6 +191,11 @@ impl Recipe {
         self.objective.as_ref().expect("filled by load")
     }
 
+    /// The junior's device: its own, else the senior's.
+    pub fn junior_device(&self) -> &str {
+        self.junior.as_ref().and_then(|j| j.device.as_deref()).unwrap_or(&self.senior.device)
+    }
+
     /// The recipe as TOML, defaults included: what a resumed run reads.
     pub fn to_toml(&self) -> Result<String> {
         Ok(toml::to_string_pretty(self)?)
@@ -234,6 +253,21 @@ mod tests {
         assert!(err.contains("stepz"), "{err}");
         let reread: Recipe = toml::from_str(&recipe.to_toml().unwrap()).unwrap();
         assert_eq!(reread, recipe);
+    }
+
+    #[test]
+    fn the_junior_takes_the_senior_device_unless_it_has_its_own() {
+        let path = write("devices", BASE);
+        let recipe = Recipe::load(&path, &["senior.device=tch".into()]).unwrap();
+        assert_eq!((recipe.junior.as_ref(), recipe.junior_device()), (None, "tch"));
+        let recipe =
+            Recipe::load(&path, &["senior.device=tch".into(), "junior.device=\"cuda:1\"".into()]).unwrap();
+        let junior = recipe.junior.as_ref().unwrap();
+        assert_eq!((junior.path.as_deref(), recipe.junior_device()), (None, "cuda:1"));
+        let reread: Recipe = toml::from_str(&recipe.to_toml().unwrap()).unwrap();
+        assert_eq!(reread, recipe);
+        let err = Recipe::load(&path, &["junior.gpu=1".into()]).unwrap_err().to_string();
+        assert!(err.contains("gpu"), "{err}");
     }
 
     #[test]

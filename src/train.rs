@@ -32,6 +32,13 @@ pub struct Args {
     /// The device of both models (flex, cuda[:N], tch, tch-cuda[:N]), over the recipe's.
     #[arg(long)]
     device: Option<String>,
+    /// The senior's device, over `--device` and the recipe's `senior.device`.
+    #[arg(long)]
+    senior_device: Option<String>,
+    /// The junior's device, over `--device` and the recipe's `junior.device` (the release
+    /// puts the junior on a GPU of its own).
+    #[arg(long)]
+    junior_device: Option<String>,
     /// Continue the run in this directory from its last complete checkpoint.
     #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["config", "sets", "out"])]
     resume: Option<PathBuf>,
@@ -82,21 +89,29 @@ pub fn run(args: &Args) -> Result<()> {
         (None, None) => bail!("give --config RECIPE or --resume RUN_DIR"),
     };
 
-    if let Some(device) = &args.device {
+    if let Some(device) = args.senior_device.as_ref().or(args.device.as_ref()) {
         recipe.senior.device.clone_from(device);
-        if let Some(junior) = &mut recipe.junior {
-            junior.device.clone_from(device);
-        }
+    }
+    if let Some(device) = args.junior_device.as_ref().or(args.device.as_ref()) {
+        recipe.junior.get_or_insert_default().device = Some(device.clone());
     }
 
-    // Models: the senior records gradients; the junior never does.
-    let senior_device = parse_device(&recipe.senior.device)?;
+    // Models, each on its device: the senior records gradients; the junior never does.
+    let senior_device =
+        parse_device(&recipe.senior.device).context("senior.device (or --senior-device, --device)")?;
+    let junior_device =
+        parse_device(recipe.junior_device()).context("junior.device (or --junior-device, --device)")?;
     let senior_path = resolve_model(&recipe.senior.path)?;
-    let senior = Loaded::from_path(&senior_path, &senior_device.clone().autodiff())?;
-    let junior = match &recipe.junior {
-        Some(spec) => Loaded::from_path(&resolve_model(&spec.path)?, &parse_device(&spec.device)?)?,
-        None => Loaded::from_path(&senior_path, &senior_device)?,
+    let mut training_device = senior_device.clone().autodiff();
+    if recipe.train.gradient_checkpointing {
+        training_device = training_device.gradient_checkpointing();
+    }
+    let senior = Loaded::from_path(&senior_path, &training_device)?;
+    let junior_path = match recipe.junior.as_ref().and_then(|j| j.path.as_deref()) {
+        Some(path) => resolve_model(path)?,
+        None => senior_path.clone(),
     };
+    let junior = Loaded::from_path(&junior_path, &junior_device)?;
     if junior.tokenizer.get_vocab(true) != senior.tokenizer.get_vocab(true) {
         bail!("senior and junior tokenizers differ: they must share a vocabulary (method.md §1)");
     }
@@ -156,13 +171,14 @@ pub fn run(args: &Args) -> Result<()> {
         std::fs::rename(&tmp, out.join("config.toml"))?;
     }
     eprintln!(
-        "training {} (arm {}, schedule {}, objective {}) for {} steps on {}; run directory {}",
+        "training {} (arm {}, schedule {}, objective {}) for {} steps on {} (junior on {}); run directory {}",
         senior_path.display(),
         recipe.arm.name(),
         schedule.name(),
         objective.name(),
         recipe.train.steps,
         recipe.senior.device,
+        recipe.junior_device(),
         out.display()
     );
 

@@ -28,8 +28,7 @@ fn library(crate_name: &str) -> PathBuf {
 #[test]
 fn builtins_and_linked_plugins_are_registered() {
     let registry = Registry::with_linked();
-    let names: Vec<_> =
-        registry.list().into_iter().map(|item| (item.kind, item.name, item.origin)).collect();
+    let names: Vec<_> = registry.list().into_iter().map(|item| (item.kind, item.name, item.origin)).collect();
     for (kind, name) in
         [("objective", "grpo"), ("schedule", "word"), ("schedule", "step"), ("schedule", "solo")]
     {
@@ -54,12 +53,7 @@ fn a_schedule_plugin_loads_and_passes_the_kit() {
     assert_eq!(owners, vec![S, S, S, J, J, J, J, J, S, S]);
     let err = registry.schedule("word-turns", &serde_json::json!({ "words": 0 })).unwrap_err();
     assert!(err.to_string().contains("words >= 1"), "{err}");
-    assert!(
-        registry
-            .list()
-            .iter()
-            .any(|i| i.name == "word-turns" && matches!(i.origin, Origin::Library(_)))
-    );
+    assert!(registry.list().iter().any(|i| i.name == "word-turns" && matches!(i.origin, Origin::Library(_))));
 }
 
 #[test]

@@ -218,11 +218,10 @@ fn broken_portable_plugins_are_refused_and_a_good_one_still_loads() {
     std::fs::copy(&good, &copy).unwrap();
     let err = registry.load(&copy).unwrap_err().to_string();
     assert!(err.contains("already registered") && err.contains("libjunior_kl_c"), "{err}");
-    assert!(
-        registry.list().iter().any(|(k, n, _, o)| *k == "objective"
-            && *n == "junior-kl-c"
-            && *o == Origin::Library(good.clone()))
-    );
+    assert!(registry.list().iter().any(|i| i.kind == "objective"
+        && i.name == "junior-kl-c"
+        && i.version == "0.1.0"
+        && i.origin == Origin::Library(good.clone())));
     assert!(registry.objective("junior-kl-c", &serde_json::Value::Null).is_ok());
 }
 

@@ -404,3 +404,35 @@ fn a_checkpoint_of_another_architecture_is_refused() {
     assert!(err.contains("senior.bpk") && err.contains("architecture"), "{err}");
     let _ = std::fs::remove_dir_all(dir.parent().unwrap());
 }
+
+#[test]
+fn gradient_checkpointing_trains_the_same_and_must_match_the_device() {
+    let (classes, train) = (classes(), examples());
+    let junior = fixture("qwen3-tiny-tied", &Device::default());
+    let grpo = Grpo::new(GrpoConfig::default()).unwrap();
+    let word = WordBoundary::new(0.5, 32).unwrap();
+    let plain = Device::default().autodiff();
+    let checkpointing = plain.clone().gradient_checkpointing();
+    let trained = |switch: bool, device: &Device| {
+        let config = TrainConfig { gradient_checkpointing: switch, ..config(2) };
+        let senior = fixture("qwen3-tiny-tied", device);
+        let mut trainer =
+            Trainer::new(config, senior, &junior, &word, &grpo, task(&train, &classes)).unwrap();
+        let run = RunDir::open(temp_dir(&format!("ckpt-{switch}"))).unwrap();
+        trainer.fit(&run, &mut |_| {}, &mut |_| {}).unwrap();
+        let lines: Vec<StepMetrics> = metrics(&run).iter().map(timeless).collect();
+        let _ = std::fs::remove_dir_all(run.root());
+        (lines, params(trainer.senior()))
+    };
+    let (want, got) = (trained(false, &plain), trained(true, &checkpointing));
+    assert_eq!(want.0, got.0, "metrics");
+    let worst = want.1.iter().zip(&got.1).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    assert!(worst <= 1e-6, "weights after two steps differ by {worst}");
+    // The switch and the senior's device must agree, both ways.
+    for (switch, device) in [(true, &plain), (false, &checkpointing)] {
+        let config = TrainConfig { gradient_checkpointing: switch, ..config(1) };
+        let senior = fixture("qwen3-tiny-tied", device);
+        let err = Trainer::new(config, senior, &junior, &word, &grpo, task(&train, &classes)).err().unwrap();
+        assert!(err.to_string().contains("gradient_checkpointing"), "{err}");
+    }
+}

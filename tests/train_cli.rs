@@ -126,6 +126,44 @@ fn each_arm_trains_from_a_recipe_and_its_checkpoints_open() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Senior and junior on devices of their own (`[junior] device` in the recipe, or
+/// `--senior-device` / `--junior-device`). The default build has one CPU device, so both
+/// names resolve to it unless `TRLVR_TEST_JUNIOR_DEVICE` names another (`tch` in a build
+/// with `--features tch`); unknown names are refused before anything is written.
+#[test]
+fn a_recipe_with_both_devices_trains_and_bad_devices_are_named() {
+    let dir = temp("devices");
+    let model = tiny_model(&dir);
+    let junior = std::env::var("TRLVR_TEST_JUNIOR_DEVICE").unwrap_or_else(|_| "cpu".into());
+    let config = recipe(&dir, &model, "trlvr", 1);
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("[data]", &format!("[junior]\ndevice = \"{junior}\"\n\n[data]"))
+        .replace("[senior]\n", "[senior]\ndevice = \"flex\"\n");
+    std::fs::write(&config, text).unwrap();
+    let out = dir.join("run");
+    let (code, text) =
+        trlvr(&["train", "--config", config.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains(&format!("on flex (junior on {junior})")), "{text}");
+    assert_eq!(lines(&out.join("metrics.jsonl")).len(), 1);
+    let resolved = std::fs::read_to_string(out.join("config.toml")).unwrap();
+    assert!(resolved.contains(&format!("[junior]\ndevice = \"{junior}\"")), "{resolved}");
+
+    // The command line overrides each, and a bad name says which model and what exists.
+    let c = config.to_str().unwrap();
+    for (flag, bad, model) in
+        [("--junior-device", "abacus", "junior"), ("--senior-device", "flex:1", "senior")]
+    {
+        let out = dir.join(format!("bad-{model}"));
+        let (code, text) = trlvr(&["train", "--config", c, "--out", out.to_str().unwrap(), flag, bad]);
+        assert_ne!(code, 0);
+        assert!(text.contains(&format!("{model}.device")) && text.contains(bad), "{text}");
+        assert!(!out.join("config.toml").exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_run_killed_at_random_moments_and_resumed_equals_the_uninterrupted_run() {
     let dir = temp("kill");

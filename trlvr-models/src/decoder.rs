@@ -9,6 +9,7 @@
 
 use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig, RmsNorm, RmsNormConfig};
 use burn::prelude::*;
+use burn::tensor::DType;
 use burn::tensor::activation::{silu, softmax};
 
 use crate::cache::{CausalMask, KvCache};
@@ -250,7 +251,7 @@ pub fn attend(
         let q = q.reshape([b, kvh, g * t, hd]);
         let hidden = mask.block(0..t, s, &device).expand([b, kvh, g * t, s]);
         let scores = q.matmul(keys.swap_dims(2, 3)).mask_fill(hidden, f32::NEG_INFINITY);
-        return softmax(scores, 3).matmul(values).reshape([b, h, t, hd]);
+        return probabilities(scores, values.dtype()).matmul(values).reshape([b, h, t, hd]);
     }
     let q = q.reshape([b, kvh, g, t, hd]); // [b, kv_heads, group, t, hd]
     let blocks: Vec<Tensor<5>> = (0..t)
@@ -264,10 +265,20 @@ pub fn attend(
             let v = values.clone().slice([0..b, 0..kvh, 0..s, 0..hd]);
             let scores = q.matmul(k.swap_dims(2, 3)); // [b, kv_heads, g * n, s]
             let hidden = mask.block(rows, s, &device).expand([b, kvh, g * n, s]);
-            softmax(scores.mask_fill(hidden, f32::NEG_INFINITY), 3).matmul(v).reshape([b, kvh, g, n, hd])
+            let dtype = v.dtype();
+            probabilities(scores.mask_fill(hidden, f32::NEG_INFINITY), dtype)
+                .matmul(v)
+                .reshape([b, kvh, g, n, hd])
         })
         .collect();
     Tensor::cat(blocks, 3).reshape([b, h, t, hd])
+}
+
+/// The softmax over keys, computed in f32 (half-precision scores lose the small
+/// probabilities) and handed back in `dtype` for the product with the values. With f32
+/// weights both casts are no-ops.
+fn probabilities(scores: Tensor<4>, dtype: DType) -> Tensor<4> {
+    softmax(scores.cast(DType::F32), 3).cast(dtype)
 }
 
 impl Attention {

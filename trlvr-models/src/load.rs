@@ -1,8 +1,9 @@
 //! Loading a Hugging Face checkpoint directory into a [`Decoder`].
 //!
 //! The directory holds `config.json` and either `model.safetensors` or shards listed in
-//! `model.safetensors.index.json`. Tensors may be f32, bf16 or f16; all are widened to
-//! f32. Loading is all-or-nothing: every missing, unused or mis-shaped tensor is
+//! `model.safetensors.index.json`. Tensors may be f32, bf16 or f16; they become the
+//! device's float dtype ([`Device::configure`]): a bf16 checkpoint on a bf16 device keeps
+//! its bytes as they are, anything else goes through f32. Loading is all-or-nothing: every missing, unused or mis-shaped tensor is
 //! collected and reported in one [`Error::Weights`].
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 use burn::module::Param;
 use burn::nn::{Embedding, Linear, RmsNorm};
 use burn::prelude::*;
+use burn::tensor::DType;
 use safetensors::{Dtype, SafeTensors, tensor::TensorView};
 
 use crate::config::ModelConfig;
@@ -115,8 +117,20 @@ impl Weights<'_> {
             self.mismatched.push(format!("{name}: expected {shape:?}, found {:?}", view.shape()));
             return zeros();
         }
-        match to_f32(view) {
-            Some(values) => Tensor::from_data(TensorData::new(values, shape), &self.device),
+        // `from_data` stores in the device's float dtype; a checkpoint already in that
+        // dtype is handed over without the round trip through f32.
+        let target = self.device.settings().float_dtype;
+        let data = match (view.dtype(), DType::from(target)) {
+            (Dtype::BF16, DType::BF16) => {
+                Some(TensorData::new(half_values(view, half::bf16::from_le_bytes), shape))
+            }
+            (Dtype::F16, DType::F16) => {
+                Some(TensorData::new(half_values(view, half::f16::from_le_bytes), shape))
+            }
+            _ => to_f32(view).map(|values| TensorData::new(values, shape)),
+        };
+        match data {
+            Some(data) => Tensor::from_data(data, &self.device),
             None => {
                 self.mismatched.push(format!("{name}: dtype {:?} is not f32, bf16 or f16", view.dtype()));
                 zeros()
@@ -155,6 +169,11 @@ impl Weights<'_> {
             self.used.insert("lm_head.weight".into());
         }
     }
+}
+
+/// Little-endian 2-byte floats as they are.
+fn half_values<T>(view: &TensorView<'_>, from_le_bytes: fn([u8; 2]) -> T) -> Vec<T> {
+    view.data().chunks_exact(2).map(|c| from_le_bytes([c[0], c[1]])).collect()
 }
 
 /// Little-endian f32, bf16 or f16 bytes widened to f32; `None` for other dtypes.

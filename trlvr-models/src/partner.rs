@@ -11,6 +11,7 @@
 use std::collections::HashSet;
 
 use burn::prelude::*;
+use burn::tensor::DType;
 use trlvr::model::{
     Feed, LOG_PROB_CHUNK, Partner, Policy, Scored, Session, check_from, chunked_token_log_probs,
     lean_token_log_probs,
@@ -74,7 +75,8 @@ impl Decoder {
             let index = Tensor::<1, Int>::from_data(TensorData::new(index, [rows.len()]), &device);
             hidden.reshape([b * t, d]).select(0, index).reshape([rows.len(), 1, d])
         };
-        self.lm_head(last).reshape([rows.len(), self.config.vocab_size])
+        // Samplers take f32 logits whatever the weights' dtype.
+        self.lm_head(last).reshape([rows.len(), self.config.vocab_size]).cast(DType::F32)
     }
 
     /// Full-sequence logits of a [`TokenBatch`].
@@ -141,7 +143,7 @@ impl Partner for Decoder {
 
     fn extend(&self, session: &mut Session, feeds: &[Feed<'_>]) -> trlvr::Result<Tensor<2>> {
         // 1. Check the feeds: rows in range, each at most once. No feeds, no logits.
-        let no_logits = || Tensor::zeros([0, self.config.vocab_size], &self.weights_device());
+        let no_logits = || Tensor::zeros([0, self.config.vocab_size], (&self.weights_device(), DType::F32));
         if feeds.is_empty() {
             return Ok(no_logits());
         }
@@ -184,7 +186,7 @@ impl Partner for Decoder {
     }
 
     fn logits(&self, batch: &TokenBatch) -> trlvr::Result<Tensor<3>> {
-        Ok(self.batch_logits(batch)?.detach())
+        Ok(self.batch_logits(batch)?.detach().cast(DType::F32))
     }
 }
 

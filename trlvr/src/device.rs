@@ -11,6 +11,8 @@ use crate::{Error, Result};
 /// ```
 /// assert!(trlvr::device::parse_device("flex").is_ok());
 /// assert!(trlvr::device::parse_device("abacus").is_err());
+/// // The CPU backends have one device each: an index other than 0 is a mistake.
+/// assert!(trlvr::device::parse_device("flex:1").is_err());
 /// ```
 ///
 /// # Errors
@@ -20,6 +22,9 @@ pub fn parse_device(spec: &str) -> Result<Device> {
         Some((n, i)) => (n, i.parse().map_err(|_| Error::Device(format!("bad device index in {spec:?}")))?),
         None => (spec, 0),
     };
+    if matches!(name, "flex" | "cpu" | "tch" | "libtorch") && index != 0 {
+        return Err(Error::Device(format!("{spec:?}: {name} has one device; drop the index")));
+    }
     let device = match name {
         "flex" | "cpu" => backend::flex(),
         "cuda" => backend::cuda(index),

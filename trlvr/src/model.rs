@@ -9,6 +9,7 @@
 use std::any::Any;
 
 use burn::prelude::*;
+use burn::tensor::DType;
 
 use crate::token::{TokenBatch, TokenId};
 use crate::{Error, Result};
@@ -237,7 +238,9 @@ pub fn check_from(batch: &TokenBatch, from: &[usize]) -> Result<()> {
 }
 
 /// Log-probabilities `[b, t]` of `ids[:, t]` under `logits[:, t - 1, :] / temperature`;
-/// column 0 and padded slots are 0. Shared by the models' scoring paths.
+/// column 0 and padded slots are 0. Shared by the models' scoring paths. Computed and
+/// returned in f32 whatever the logits' dtype (half-precision log-softmax is too coarse
+/// for PPO ratios).
 ///
 /// # Shapes
 /// - `logits`: `[batch, width, vocab]`, logits at position `t` predict token `t + 1`
@@ -246,10 +249,11 @@ pub fn token_log_probs(logits: Tensor<3>, batch: &TokenBatch, temperature: f32) 
     let [b, t, v] = logits.dims();
     let device = logits.device();
     let ids = batch.ids(&device);
-    let log_p = burn::tensor::activation::log_softmax(logits.slice([0..b, 0..t - 1, 0..v]) / temperature, 2);
+    let logits = logits.slice([0..b, 0..t - 1, 0..v]).cast(DType::F32);
+    let log_p = burn::tensor::activation::log_softmax(logits / temperature, 2);
     let next = ids.slice([0..b, 1..t]).unsqueeze_dim::<3>(2); // [b, t-1, 1]
     let picked = log_p.gather(2, next).squeeze_dim::<2>(2); // [b, t-1]
-    let scored = Tensor::cat(vec![Tensor::zeros([b, 1], &device), picked], 1);
+    let scored = Tensor::cat(vec![Tensor::zeros([b, 1], (&device, DType::F32)), picked], 1);
     let pad = batch.attention(&device).tensor().clone().bool_not();
     scored.mask_fill(pad, 0.0)
 }
@@ -268,7 +272,8 @@ pub const LOG_PROB_CHUNK: usize = 256;
 /// computing `logit[y] - logsumexp(logits)` with the max taken outside the graph: the
 /// chunk's logits are freed after its forward, and backward keeps only one
 /// `[chunk, vocab]` tensor per chunk (the `exp`, which its gradient needs) instead of
-/// the logits, their scaled copy and their log-softmax.
+/// the logits, their scaled copy and their log-softmax. The log-sum-exp and the result
+/// are f32 even when the head runs in half precision.
 ///
 /// # Shapes
 /// - `hidden`: `[batch, width, hidden]`, position `t` predicting token `t + 1`
@@ -291,7 +296,7 @@ pub fn chunked_token_log_probs(
     let device = hidden.device();
     // 1. The scored slots and their tokens.
     let (slots, targets) = scored_slots(batch, t, from);
-    let mut scored = Tensor::<1>::zeros([b * t], &device);
+    let mut scored = Tensor::<1>::zeros([b * t], (&device, DType::F32));
     if slots.is_empty() {
         return scored.reshape([b, t]);
     }
@@ -308,9 +313,10 @@ pub fn chunked_token_log_probs(
         // their `[n, vocab]` gradients alive at once; a zero-valued link to the previous
         // chunk puts each chunk deeper than the last, and backward takes them one by one.
         if let Some(previous) = previous.take() {
-            h = h + previous.sum().reshape([1, 1]) * 0.0;
+            let dtype = h.dtype();
+            h = h + (previous.sum().reshape([1, 1]) * 0.0).cast(dtype);
         }
-        let logits = head(h) / temperature; // [n, vocab]
+        let logits = head(h).cast(DType::F32) / temperature; // [n, vocab]
         let max = logits.clone().detach().max_dim(1); // [n, 1]
         let lse = (logits.clone() - max.clone()).exp().sum_dim(1).log() + max;
         let picked = logits.gather(1, int(targets).reshape([n, 1])) - lse; // [n, 1]
@@ -375,11 +381,11 @@ pub fn lean_token_log_probs<'a>(
         move |slots: &[i64]| {
             let before: Vec<i64> = slots.iter().map(|s| s - 1).collect();
             let rows = h.clone().select(0, int(&before)); // [n, d]
-            let z = rows.clone().matmul(w.clone()) / temperature; // [n, vocab]
+            let z = rows.clone().matmul(w.clone()).cast(DType::F32) / temperature; // [n, vocab], f32
             (before, rows, z)
         }
     };
-    let mut values = Tensor::<1>::zeros([b * t], &device);
+    let mut values = Tensor::<1>::zeros([b * t], (&device, DType::F32));
     for (slots, targets) in slots.chunks(chunk).zip(targets.chunks(chunk)) {
         let n = slots.len();
         let (_, _, z) = logits(slots);
@@ -389,29 +395,33 @@ pub fn lean_token_log_probs<'a>(
     }
     let values = values.reshape([b, t]);
     Scored::new(values, move |upstream: Tensor<2>| {
-        let upstream = upstream.detach().reshape([b * t]);
+        // Gradients are formed in f32 and cast to the weights' dtype once.
+        let upstream = upstream.detach().cast(DType::F32).reshape([b * t]);
         let vocab = w.dims()[1];
-        let mut d_hidden = Tensor::<2>::zeros([b * t, d], &device);
-        let mut d_weight = Tensor::<2>::zeros([d, vocab], &device);
+        let float32 = (&device, DType::F32);
+        let mut d_hidden = Tensor::<2>::zeros([b * t, d], float32);
+        let mut d_weight = Tensor::<2>::zeros([d, vocab], float32);
         for (slots, targets) in slots.chunks(chunk).zip(targets.chunks(chunk)) {
             let n = slots.len();
             let (before, rows, z) = logits(slots);
             let u = upstream.clone().select(0, int(slots)).reshape([n, 1]) / temperature;
-            let onehot = Tensor::<2>::zeros([n, vocab], &device).scatter(
+            let onehot = Tensor::<2>::zeros([n, vocab], float32).scatter(
                 1,
                 int(targets).reshape([n, 1]),
-                Tensor::ones([n, 1], &device),
+                Tensor::ones([n, 1], float32),
                 burn::tensor::IndexingUpdateOp::Add,
             );
             let q = (onehot - burn::tensor::activation::softmax(z, 1)) * u; // [n, vocab]
             d_hidden = d_hidden.select_assign(
                 0,
                 int(&before),
-                q.clone().matmul(w.clone().transpose()),
+                q.clone().matmul(w.clone().transpose().cast(DType::F32)),
                 burn::tensor::IndexingUpdateOp::Add,
             );
-            d_weight = d_weight + rows.transpose().matmul(q);
+            d_weight = d_weight + rows.transpose().cast(DType::F32).matmul(q);
         }
-        (hidden * d_hidden).sum() + (weight * d_weight).sum()
+        let (hd, wd) = (hidden.dtype(), weight.dtype());
+        (hidden * d_hidden.cast(hd)).sum().cast(DType::F32)
+            + (weight * d_weight.cast(wd)).sum().cast(DType::F32)
     })
 }

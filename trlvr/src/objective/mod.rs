@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 
 use burn::prelude::*;
+use burn::tensor::DType;
 use serde::{Deserialize, Serialize};
 
 pub use grpo::{Grpo, GrpoConfig, KlPenalty};
@@ -179,7 +180,7 @@ pub fn aggregate(
     match mode {
         Aggregation::TokenMean => x.sum() / tokens,
         Aggregation::SeqMeanTokenMean => {
-            let per_row = mask.tensor().clone().float().sum_dim(1).clamp_min(1.0); // [b, 1]
+            let per_row = mask.tensor().clone().float().cast(DType::F32).sum_dim(1).clamp_min(1.0); // [b, 1]
             (x.sum_dim(1) / per_row).sum() / sequences
         }
         Aggregation::SeqMeanTokenSum => x.sum() / sequences,

@@ -112,6 +112,12 @@ pub struct TrainConfig {
     pub keep_last: usize,
     /// Rollouts per step written to `samples.jsonl`.
     pub samples_per_step: usize,
+    /// Burn's activation checkpointing for the senior's backward pass: memory-bound ops
+    /// (norms, activations, softmax, elementwise) are recomputed from their inputs instead
+    /// of kept, compute-bound ones (matmuls) keep their outputs. Same gradients, less
+    /// memory (docs/memory.md). Burn sets it on the device, so the senior must live on
+    /// `device.autodiff().gradient_checkpointing()`; `trlvr train` does that.
+    pub gradient_checkpointing: bool,
 }
 
 impl Default for TrainConfig {
@@ -141,6 +147,7 @@ impl Default for TrainConfig {
             checkpoint_every: 20,
             keep_last: 2,
             samples_per_step: 2,
+            gradient_checkpointing: false,
         }
     }
 }

@@ -60,6 +60,7 @@ mod update;
 use std::time::Instant;
 
 use burn::optim::{AdamWConfig, ModuleOptimizer};
+use burn::tensor::GradientCheckpointingStrategy;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -266,6 +267,14 @@ impl<'a, P: Policy> Trainer<'a, P> {
             return Err(Error::Config(
                 "the senior must live on an autodiff device (Device::...().autodiff())".into(),
             ));
+        }
+        let checkpointing = senior.device().gradient_checkpointing_strategy();
+        if config.gradient_checkpointing != (checkpointing == Some(GradientCheckpointingStrategy::Balanced)) {
+            return Err(Error::Config(format!(
+                "gradient_checkpointing = {} but the senior's device has {checkpointing:?}: load the senior \
+                 on device.autodiff().gradient_checkpointing() exactly when the switch is on",
+                config.gradient_checkpointing
+            )));
         }
         if task.train.is_empty() || task.train.iter().any(|e| e.prompt.is_empty()) {
             return Err(Error::Config(

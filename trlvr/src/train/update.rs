@@ -7,6 +7,7 @@ use std::time::Instant;
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::prelude::*;
+use burn::tensor::DType;
 
 use super::config::TrainConfig;
 use crate::mask::{Normalizer, RolloutMasks};
@@ -138,13 +139,11 @@ fn plan(c: &TrainConfig, objective: &dyn Objective, inputs: &Inputs<'_>) -> Vec<
         .collect()
 }
 
-/// `prompt ++ response` of the given rows.
-fn token_batch(inputs: &Inputs<'_>, rows: &[usize]) -> Result<TokenBatch> {
-    let rows: Vec<(&[TokenId], &Rollout)> = rows
-        .iter()
-        .map(|&i| (inputs.prompts[inputs.rollouts[i].prompt].as_slice(), &inputs.rollouts[i]))
-        .collect();
-    sequences(&rows)
+/// `prompt ++ response` of the given rows, and where each row's response starts.
+fn token_batch(inputs: &Inputs<'_>, rows: &[usize]) -> Result<(TokenBatch, Vec<usize>)> {
+    let prompt = |i: usize| inputs.prompts[inputs.rollouts[i].prompt].as_slice();
+    let rows: Vec<(&[TokenId], &Rollout)> = rows.iter().map(|&i| (prompt(i), &inputs.rollouts[i])).collect();
+    Ok((sequences(&rows)?, rows.iter().map(|(p, _)| p.len()).collect()))
 }
 
 /// π_old by the senior before any update (a gradient-free copy) for every mini-batch
@@ -166,9 +165,11 @@ fn old_log_probs<P: Policy>(
             if m == 0 && !needs_reference {
                 continue;
             }
-            let batch = token_batch(inputs, &micro.rows)?;
+            let (batch, responses) = token_batch(inputs, &micro.rows)?;
             if m > 0 {
-                micro.old = Some(host(copy.score(&batch, t)?)?);
+                // Scored from the response on, like the update's log-probs: prompt slots are
+                // 0 in both (and masked anyway).
+                micro.old = Some(host(copy.log_probs_from(&batch, t, &responses)?.detach())?);
             }
             if needs_reference {
                 micro.reference = Some(host(junior.score(&batch, t)?)?);
@@ -197,9 +198,15 @@ fn mini_batch_grads<P: Policy>(
             .map(|&i| (inputs.prompts[inputs.rollouts[i].prompt].as_slice(), &inputs.rollouts[i]))
             .collect();
         let advantages: Vec<f32> = micro.rows.iter().map(|&i| inputs.advantages[i]).collect();
-        let batch = objective_batch(
-            senior,
-            c.sampling.temperature,
+        // The objective runs on a leaf holding the log-probs' values; its gradient there
+        // is handed to the senior's surrogate (`Policy::scored_from`), so a decoder never
+        // keeps vocabulary-wide tensors per position for backward.
+        let batch_rows = sequences(&rows)?;
+        let prompt_lengths: Vec<usize> = rows.iter().map(|(p, _)| p.len()).collect();
+        let scored = senior.scored_from(&batch_rows, c.sampling.temperature, &prompt_lengths)?;
+        let leaf = scored.values.clone().require_grad();
+        let batch = batch_around(
+            leaf.clone(),
             &rows,
             &advantages,
             micro.old.as_deref(),
@@ -216,7 +223,11 @@ fn mini_batch_grads<P: Policy>(
             let weighted = if key == "loss" || key == "senior_tokens" { *value } else { value * tokens };
             *metrics.entry(key.clone()).or_default() += weighted;
         }
-        let grads = GradientsParams::from_grads(out.loss.backward(), senior);
+        let upstream = match leaf.grad(&out.loss.backward()) {
+            Some(g) => g,
+            None => leaf.zeros_like(),
+        };
+        let grads = GradientsParams::from_grads(scored.surrogate(upstream).backward(), senior);
         accumulator.accumulate(senior, grads);
     }
     Ok((accumulator.grads(), metrics))
@@ -231,7 +242,8 @@ pub fn sequences(rows: &[(&[TokenId], &Rollout)]) -> Result<TokenBatch> {
 }
 
 /// What the objective sees of `rows`: the senior's log-probs with gradients at
-/// `temperature`, π_old (`None`: the current log-probs, detached) and the reference laid
+/// `temperature`, scored from each response's start only (prompt slots are 0 and outside
+/// the loss mask, so the LM head never runs over the prompt), π_old (`None`: the current log-probs, detached) and the reference laid
 /// out as [`sequences`] lays out the rows (`[rows, width]` row-major), one advantage per row, the loss mask from each rollout's
 /// owners (junior tokens carry no loss) and the mini-batch's `normalizer`.
 ///
@@ -247,16 +259,29 @@ pub fn objective_batch<P: Policy>(
     normalizer: Normalizer,
 ) -> Result<ObjectiveBatch> {
     let batch = sequences(rows)?;
-    let log_probs = senior.log_probs(&batch, temperature)?;
+    let prompt_lengths: Vec<usize> = rows.iter().map(|(p, _)| p.len()).collect();
+    let log_probs = senior.log_probs_from(&batch, temperature, &prompt_lengths)?;
+    batch_around(log_probs, rows, advantages, old, reference, normalizer)
+}
+
+/// [`objective_batch`] around given log-probs `[rows, width]` (with a graph, or a leaf).
+fn batch_around(
+    log_probs: Tensor<2>,
+    rows: &[(&[TokenId], &Rollout)],
+    advantages: &[f32],
+    old: Option<&[f32]>,
+    reference: Option<&[f32]>,
+    normalizer: Normalizer,
+) -> Result<ObjectiveBatch> {
+    let prompt_lengths: Vec<usize> = rows.iter().map(|(p, _)| p.len()).collect();
     let device = log_probs.device();
     let [n, width] = log_probs.dims();
     let table = |v: &[f32]| {
         if v.len() != n * width {
             return Err(Error::Shape(format!("{} log-probs for [{n}, {width}]", v.len())));
         }
-        Ok(Tensor::<2>::from_data(TensorData::new(v.to_vec(), [n, width]), &device))
+        Ok(Tensor::<2>::from_data(TensorData::new(v.to_vec(), [n, width]), (&device, DType::F32)))
     };
-    let prompt_lengths: Vec<usize> = rows.iter().map(|(p, _)| p.len()).collect();
     let owners: Vec<Vec<Owner>> = rows.iter().map(|(_, r)| r.owners.clone()).collect();
     let masks = RolloutMasks::new(&prompt_lengths, &owners, width, &device)?;
     Ok(ObjectiveBatch {
@@ -266,7 +291,7 @@ pub fn objective_batch<P: Policy>(
         },
         ref_log_probs: reference.map(table).transpose()?,
         log_probs,
-        advantages: Tensor::from_data(TensorData::new(advantages.to_vec(), [n]), &device),
+        advantages: Tensor::from_data(TensorData::new(advantages.to_vec(), [n]), (&device, DType::F32)),
         loss_mask: masks.loss_mask(),
         normalizer,
     })
@@ -304,7 +329,8 @@ impl ModuleVisitor for SquaredNorm<'_> {
             return;
         }
         if let Some(grad) = self.grads.get::<D>(param.id) {
-            let squares = grad.square().sum();
+            // Summed in f32 whatever the weights' dtype.
+            let squares = grad.cast(DType::F32).square().sum();
             self.total = Some(match self.total.take() {
                 Some(total) => total + squares,
                 None => squares,
