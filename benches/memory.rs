@@ -10,6 +10,9 @@
 //!   trainer scores a row whose second half is the response;
 //! - `checkpointed`: `chunked` on `Device::flex().autodiff().gradient_checkpointing()`
 //!   (the recipe's `gradient_checkpointing = true`);
+//! - `scored`: the trainer's path, [`Policy::scored_from`] (values without a graph, the LM
+//!   head's gradient formed chunk by chunk once the loss's gradient is known), every
+//!   position scored; `scored ckpt` the same on the checkpointed device;
 //! - `full`: the previous path, full-vocabulary logits and their log-softmax at every
 //!   position and the attention as one block.
 //!
@@ -22,20 +25,20 @@
 //!
 //! Measured 2026-11-30 (flex, 2-core build machine), peak MiB:
 //!
-//! | length | chunked | response half | checkpointed | full |
-//! |---:|---:|---:|---:|---:|
-//! | 512 | 713 | 491 | 929 | 937 |
-//! | 1024 | 1097 | 691 | 1529 | 1850 |
-//! | 2048 | 1888 | 1111 | 2737 | 3715 |
-//! | 4096 | 3549 | 2029 | 5182 | 7601 |
+//! | length | chunked | response half | checkpointed | scored | scored ckpt | full |
+//! |---:|---:|---:|---:|---:|---:|---:|
+//! | 512 | 713 | 491 | 929 | 491 | 486 | 937 |
+//! | 1024 | 1097 | 691 | 1529 | 506 | 493 | 1850 |
+//! | 2048 | 1888 | 1111 | 2737 | 555 | 514 | 3715 |
+//! | 4096 | 3549 | 2029 | 5182 | 731 | 585 | 7601 |
 //!
-//! and for the deep model (4 layers, hidden 256, vocabulary 512), plain / checkpointed:
-//! 124 / 74 at 512, 282 / 150 at 1024, 746 / 380 at 2048.
+//! and for the deep model (4 layers, hidden 256, vocabulary 512), plain / checkpointed /
+//! scored checkpointed: 124 / 74 / 74 at 512, 282 / 150 / 148 at 1024, 746 / 380 / 377 at 2048.
 //!
-//! Everything grows about linearly here (the vocabulary term dominates this narrow
-//! model); scoring only the response removes the prompt's share of it. What is left in
-//! `chunked` is about one `vocab`-wide float per scored position (each chunk's
-//! `logits - max`, which Burn keeps for the `exp` backward) plus the attention blocks.
+//! Everything grows about linearly here. In `chunked` the vocabulary term dominates this
+//! narrow model: about one `vocab`-wide float per scored position (each chunk's
+//! `logits - max`, which Burn keeps for the `exp` backward); `scored` keeps none, and what
+//! grows there is the attention blocks.
 //! Burn's balanced checkpointing halves the deep model's layers but keeps more per
 //! log-prob chunk, so it costs here (docs/memory.md).
 #![allow(clippy::print_stdout, missing_docs)]
@@ -48,6 +51,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use burn::prelude::*;
 use trlvr::model::{Policy, token_log_probs};
 use trlvr::token::TokenBatch;
+use trlvr_models::Decoder;
 use trlvr_models::ModelConfig;
 
 /// Counts live bytes and their high-water mark.
@@ -116,8 +120,10 @@ fn main() {
     let checkpointing = device.clone().gradient_checkpointing();
     let config = narrow_qwen3();
     let full_4096 = std::env::var("TRLVR_BENCH_FULL_4096").is_ok_and(|v| v == "1");
-    println!("| length | chunked peak MiB | response half MiB | checkpointed MiB | full peak MiB |");
-    println!("|---:|---:|---:|---:|---:|");
+    println!(
+        "| length | chunked peak MiB | response half MiB | checkpointed MiB | scored MiB | scored ckpt MiB | full peak MiB |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
     for length in [512usize, 1024, 2048, 4096] {
         let tokens: Vec<u32> = (0..length).map(|i| ((i * 7919 + 13) % config.vocab_size) as u32).collect();
         let batch = TokenBatch::new(vec![tokens], 0).unwrap();
@@ -132,12 +138,21 @@ fn main() {
             let grads = model.log_probs_from(&batch, 1.0, &[length / 2]).unwrap().sum().backward();
             drop(grads);
         });
+        // The trainer: the loss's gradient w.r.t. the log-probs (here all ones) goes to the
+        // surrogate.
+        let trainer_step = |model: &Decoder| {
+            let scored = model.scored_from(&batch, 1.0, &[0]).unwrap();
+            let upstream = scored.values.ones_like();
+            drop(scored.surrogate(upstream).backward());
+        };
+        let scored = peak_of(|| trainer_step(&model));
         checkpointing.seed(0);
         let checkpointed_model = config.init(&checkpointing);
         let checkpointed = peak_of(|| {
             let grads = checkpointed_model.log_probs(&batch, 1.0).unwrap().sum().backward();
             drop(grads);
         });
+        let scored_ckpt = peak_of(|| trainer_step(&checkpointed_model));
         drop(checkpointed_model);
         let full = if length < 4096 || full_4096 {
             let model = model.clone().with_query_block(length);
@@ -151,15 +166,17 @@ fn main() {
         } else {
             "skipped".into()
         };
-        println!("| {length} | {chunked:.0} | {response:.0} | {checkpointed:.0} | {full} |");
+        println!(
+            "| {length} | {chunked:.0} | {response:.0} | {checkpointed:.0} | {scored:.0} | {scored_ckpt:.0} | {full} |"
+        );
     }
 
     // Where the layers, not the vocabulary, dominate (as at Qwen3-4B scale): does
     // checkpointing pay there?
     let config = deep_small_vocab();
     println!();
-    println!("| length (4 layers, hidden 256, vocab 512) | plain MiB | checkpointed MiB |");
-    println!("|---:|---:|---:|");
+    println!("| length (4 layers, hidden 256, vocab 512) | plain MiB | checkpointed MiB | scored ckpt MiB |");
+    println!("|---:|---:|---:|---:|");
     for length in [512usize, 1024, 2048] {
         let tokens: Vec<u32> = (0..length).map(|i| ((i * 7919 + 13) % config.vocab_size) as u32).collect();
         let batch = TokenBatch::new(vec![tokens], 0).unwrap();
@@ -167,7 +184,13 @@ fn main() {
             let model = config.init(d);
             peak_of(|| drop(model.log_probs(&batch, 1.0).unwrap().sum().backward()))
         });
-        println!("| {length} | {plain:.0} | {checkpointed:.0} |");
+        let model = config.init(&checkpointing);
+        let scored_ckpt = peak_of(|| {
+            let scored = model.scored_from(&batch, 1.0, &[0]).unwrap();
+            let upstream = scored.values.ones_like();
+            drop(scored.surrogate(upstream).backward());
+        });
+        println!("| {length} | {plain:.0} | {checkpointed:.0} | {scored_ckpt:.0} |");
     }
 }
 

@@ -19,6 +19,9 @@ ATTN_BYTES = 6.2      # bytes kept per head per (query, key) pair over the whole
 # keeps matmul, reduction, gather, mask_fill and cast outputs.
 CKPT_BODY = 0.51      # layer activations + attention kept, checkpointed / plain (deep model, 2048)
 CKPT_PER_VOCAB = 7.96  # KEPT_PER_VOCAB when checkpointed: more, not less (narrow model, slope 2048->4096)
+# The trainer's path (Policy::scored_from): nothing vocabulary-wide is kept per position;
+# backward keeps dL/dh ([T, d]) and dL/dW ([d, V]) and, per chunk, a few [CHUNK, V] tensors.
+LEAN_TRANSIENT_CHUNKS = 2.8  # [CHUNK, V] f32 tensors alive at once (narrow model, intercept at 512)
 
 
 def shapes(d, layers, heads, kv, hd, inter, vocab=V, tied=True):
@@ -41,13 +44,18 @@ def act_per_token(m):
     return 4 * (6 * m["d"] + 3 * m["h"] * m["hd"] + 4 * m["kv"] * m["hd"] + 4 * m["I"])
 
 
-def micro_batch(m, rows, length, scored, checkpoint=False):
-    """Peak bytes of forward + backward of `rows` rows (weights and optimizer excluded)."""
+def micro_batch(m, rows, length, scored, checkpoint=False, lean=True):
+    """Peak bytes of forward + backward of `rows` rows (weights and optimizer excluded).
+    `lean`: the trainer's path (Policy::scored_from); otherwise Policy::log_probs_from's
+    autodiff through each chunk."""
     attn_layer = ATTN_BYTES * m["h"] * length**2   # block softmax, its exp and mask, causal half
     act_layer = ACT_SCALE * act_per_token(m) * length
     body = rows * m["L"] * (act_layer + attn_layer) * (CKPT_BODY if checkpoint else 1.0)
-    per_vocab = CKPT_PER_VOCAB if checkpoint else KEPT_PER_VOCAB
-    logits = rows * scored * per_vocab * m["V"] + TRANSIENT_CHUNKS * CHUNK * m["V"] * 4
+    if lean:
+        logits = rows * length * m["d"] * 4 + m["d"] * m["V"] * 4 + LEAN_TRANSIENT_CHUNKS * CHUNK * m["V"] * 4
+    else:
+        per_vocab = CKPT_PER_VOCAB if checkpoint else KEPT_PER_VOCAB
+        logits = rows * scored * per_vocab * m["V"] + TRANSIENT_CHUNKS * CHUNK * m["V"] * 4
     grads = 4 * m["P"]
     return body + logits + grads
 
@@ -64,18 +72,22 @@ def kv_cache(m, rows, length, bytes_=4):
 def main():
     print("## Prediction vs the CPU bench, MiB (predicted / measured)\n")
     print("Narrow model (1 layer, hidden 64, Qwen3 vocabulary), one row:\n")
-    print("| length | all scored | response half scored | all scored, checkpointed |")
-    print("|---:|---:|---:|---:|")
-    measured = {512: (713, 491, 929), 1024: (1097, 691, 1529), 2048: (1888, 1111, 2737), 4096: (3549, 2029, 5182)}
-    for t, (a, h, c) in measured.items():
-        pa, ph = micro_batch(NARROW, 1, t, t - 1), micro_batch(NARROW, 1, t, t // 2)
-        pc = micro_batch(NARROW, 1, t, t - 1, True)
-        print(f"| {t} | {pa / MIB:.0f} / {a} | {ph / MIB:.0f} / {h} | {pc / MIB:.0f} / {c} |")
+    print("| length | all scored | response half scored | all scored, checkpointed "
+          "| trainer (scored_from) | trainer, checkpointed |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    measured = {512: (713, 491, 929, 491, 486), 1024: (1097, 691, 1529, 506, 493),
+                2048: (1888, 1111, 2737, 555, 514), 4096: (3549, 2029, 5182, 731, 585)}
+    for t, (a, h, c, s, sc) in measured.items():
+        pa, ph = micro_batch(NARROW, 1, t, t - 1, lean=False), micro_batch(NARROW, 1, t, t // 2, lean=False)
+        pc = micro_batch(NARROW, 1, t, t - 1, True, lean=False)
+        ps, psc = micro_batch(NARROW, 1, t, t - 1), micro_batch(NARROW, 1, t, t - 1, True)
+        print(f"| {t} | {pa / MIB:.0f} / {a} | {ph / MIB:.0f} / {h} | {pc / MIB:.0f} / {c} "
+              f"| {ps / MIB:.0f} / {s} | {psc / MIB:.0f} / {sc} |")
     print("\nDeep model (4 layers, hidden 256, MLP 1024, vocabulary 512), one row, all scored:\n")
     print("| length | plain | checkpointed |")
     print("|---:|---:|---:|")
     for t, (a, c) in {512: (124, 74), 1024: (282, 150), 2048: (746, 380)}.items():
-        pa, pc = micro_batch(DEEP, 1, t, t - 1), micro_batch(DEEP, 1, t, t - 1, True)
+        pa, pc = micro_batch(DEEP, 1, t, t - 1, lean=False), micro_batch(DEEP, 1, t, t - 1, True, lean=False)
         print(f"| {t} | {pa / MIB:.0f} / {a} | {pc / MIB:.0f} / {c} |")
 
     gpu = 141e9

@@ -149,7 +149,7 @@ fn scored_from_equals_the_full_logits_path() {
         let model = load_hf_dir(fixture(name), &device).unwrap().0;
         let batch = batch(name);
         let rows: Vec<Vec<u32>> = batch.rows().to_vec();
-        let (ids, lengths) = (padded(&rows, 0).to_device(&device), batch.lengths());
+        let ids = padded(&rows, 0).to_device(&device);
         let upstream = Tensor::<2>::random(ids.dims(), Distribution::Default, &device);
         let from: Vec<usize> = (0..rows.len()).map(|r| if r == 1 { 4 } else { 0 }).collect();
         let full = model.log_probs_from(&batch, 0.7, &from).unwrap();
