@@ -3,12 +3,14 @@
 #
 # With a GPU (nvidia-smi lists one): builds with LibTorch when `python3 -c "import torch"`
 # gives torch 2.9.0 (pip install torch==2.9.0; LIBTORCH_USE_PYTORCH=1), with the cuda
-# backend otherwise; runs the tiny-model parity GPU vs CPU (trlvr-models backend_smoke)
-# and the rollout bench at batch 64 (on the CPU for now). Always: the transformers parity and chunked
-# log-prob/attention tests, the CPU memory bench and the memory plan's prediction.
-# Not yet here (see docs/memory.md): the Qwen3-0.6B-shaped rollout bench on the GPU and
-# the Qwen3-4B-shaped training step with its measured peak (the benches have no device
-# switch or GPU memory probe yet).
+# backend otherwise; runs the tiny-model parity GPU vs CPU (trlvr-models backend_smoke),
+# the rollout bench at batch 64 on a self-paired Qwen3-0.6B-shaped pair with random
+# weights on the GPU (solo vs the release's eager tandem vs trlvr's), and one training
+# step of a Qwen3-4B-shaped senior (random weights) at the plan's largest micro-batch
+# (1 row of 3,300 tokens, 3,000 of response, gradient checkpointing) while sampling the
+# GPU's memory, against the plan's prediction. Always: the transformers parity and chunked
+# log-prob/attention tests, the CPU memory bench, the memory plan, and the training step
+# of the narrow model on the CPU with its measured peak against the plan's.
 #
 # Usage: scripts/gpu_check.sh [--cpu]   (--cpu skips the GPU parts even with a GPU)
 set -uo pipefail
@@ -43,8 +45,17 @@ if [[ -n "$GPU" ]]; then
     step build 300 cargo build --release --features "$FEATURE"
     step parity-gpu-vs-cpu 120 env TRLVR_TEST_DEVICE="$DEVICE" \
         cargo test --release -p trlvr-models --features "$FEATURE" --test backend_smoke
-    # The rollout bench still picks its own (CPU) devices: this times the host side only.
-    step rollout-b64-cpu 180 cargo bench --features "$FEATURE" --bench rollout -- --batch 64 --quick
+    step rollout-b64-qwen3-0.6b 150 cargo bench --features "$FEATURE" --bench rollout -- \
+        --batch 64 --quick --shape qwen3-0.6b --device "$DEVICE"
+    # The GPU's memory in use, sampled every 100 ms while the 4B step runs.
+    BASE_MIB=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | head -n 1)
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 -lms 100 >"$LOGS/gpu-memory.csv" &
+    SAMPLER=$!
+    step train-step-qwen3-4b 240 cargo bench --features "$FEATURE" --bench paper_step -- \
+        --device "$DEVICE" --shape qwen3-4b --rows 1 --length 3300 --response 3000 --checkpointing
+    kill "$SAMPLER" 2>/dev/null
+    PEAK_MIB=$(sort -n "$LOGS/gpu-memory.csv" | tail -n 1)
+    SUMMARY+=("qwen3-4b step: GPU memory peak $((PEAK_MIB - BASE_MIB)) MiB above the idle $BASE_MIB MiB (pools included); $(python3 scripts/memory_plan.py --predict qwen3-4b 1 3300 3000 ckpt)")
 else
     SUMMARY+=("GPU: none; CPU parts only")
 fi
@@ -52,6 +63,8 @@ fi
 step parity-transformers 300 cargo test -p trlvr-models --test parity --test chunked
 step memory-bench 300 cargo bench --bench memory
 step memory-plan 30 python3 scripts/memory_plan.py
+step train-step-narrow-cpu 300 cargo bench --bench paper_step -- --shape narrow --rows 1 --length 1024 --response 768
+SUMMARY+=("narrow step on the CPU, $(python3 scripts/memory_plan.py --predict narrow 1 1024 768)")
 
 echo
 echo "## gpu_check summary"
@@ -59,6 +72,12 @@ printf -- '- %s\n' "${SUMMARY[@]}"
 echo
 echo "### Memory bench (one micro-batch, narrow model, Qwen3 vocabulary; CPU)"
 grep '^|' "$LOGS/memory-bench.log" || true
+echo
+echo "### Training steps (paper_step)"
+grep -h '^|' "$LOGS"/train-step-*.log || true
+echo
+echo "### Rollouts (batch 64)"
+grep '^|' "$LOGS/rollout-b64-qwen3-0.6b.log" 2>/dev/null || echo "(no GPU)"
 echo
 echo "### Plan vs bench"
 grep -A 6 '^| length | predicted' "$LOGS/memory-plan.log" || true

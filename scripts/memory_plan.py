@@ -69,7 +69,27 @@ def kv_cache(m, rows, length, bytes_=4):
     return 2 * m["L"] * m["kv"] * m["hd"] * bytes_ * length * rows
 
 
+SHAPES = dict(MODELS, narrow=NARROW)
+SHAPE_NAMES = {"narrow": "narrow", "qwen3-0.6b": "Qwen3-0.6B", "qwen3-1.7b": "Qwen3-1.7B", "qwen3-4b": "Qwen3-4B"}
+
+
+def predict(argv):
+    """`--predict SHAPE ROWS LENGTH SCORED [ckpt]`: the peak of one training step
+    (benches/paper_step.rs), weights and AdamW state included, in GB and MiB."""
+    name, rows, length, scored = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
+    ckpt = len(argv) > 4 and argv[4] == "ckpt"
+    m = SHAPES[SHAPE_NAMES[name]]
+    step = micro_batch(m, rows, length, scored, ckpt)
+    total = state(m) + step
+    print(f"predicted: {total / 1e9:.1f} GB in all ({state(m) / 1e9:.1f} GB weights + AdamW, "
+          f"{step / MIB:.0f} MiB for the micro-batch above them)")
+
+
 def main():
+    import sys
+    if len(sys.argv) > 1 and sys.argv[1] == "--predict":
+        predict(sys.argv[2:])
+        return
     print("## Prediction vs the CPU bench, MiB (predicted / measured)\n")
     print("Narrow model (1 layer, hidden 64, Qwen3 vocabulary), one row:\n")
     print("| length | all scored | response half scored | all scored, checkpointed "
