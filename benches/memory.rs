@@ -45,80 +45,25 @@
 // A global allocator is an `unsafe impl`; it only forwards to the system allocator.
 #![allow(unsafe_code)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use burn::prelude::*;
 use trlvr::model::{Policy, token_log_probs};
 use trlvr::token::TokenBatch;
 use trlvr_models::Decoder;
-use trlvr_models::ModelConfig;
 
-/// Counts live bytes and their high-water mark.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call forwards to `System` with the caller's layout; the counters do not
-// touch the memory.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded unchanged.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged.
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded unchanged.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-            let live = LIVE.fetch_add(new_size, Ordering::Relaxed) + new_size;
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        p
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-const MIB: f64 = 1024.0 * 1024.0;
-
-fn narrow_qwen3() -> ModelConfig {
-    serde_json::from_str(
-        r#"{"model_type": "qwen3", "vocab_size": 151936, "hidden_size": 64,
-        "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 2,
-        "num_key_value_heads": 1, "head_dim": 32, "rms_norm_eps": 1e-6,
-        "rope_theta": 1000000.0, "tie_word_embeddings": true,
-        "max_position_embeddings": 40960}"#,
-    )
-    .unwrap()
-}
+#[path = "common/counting.rs"]
+mod counting;
+#[path = "common/shapes.rs"]
+mod shapes;
 
 /// Peak MiB above the live bytes before `step` runs.
 fn peak_of(step: impl FnOnce()) -> f64 {
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    step();
-    (PEAK.load(Ordering::Relaxed) - base) as f64 / MIB
+    counting::peak_of(step).0
 }
 
 fn main() {
     let device = Device::flex().autodiff();
     let checkpointing = device.clone().gradient_checkpointing();
-    let config = narrow_qwen3();
+    let config = shapes::qwen3("narrow");
     let full_4096 = std::env::var("TRLVR_BENCH_FULL_4096").is_ok_and(|v| v == "1");
     println!(
         "| length | chunked peak MiB | response half MiB | checkpointed MiB | scored MiB | scored ckpt MiB | full peak MiB |"
@@ -173,7 +118,7 @@ fn main() {
 
     // Where the layers, not the vocabulary, dominate (as at Qwen3-4B scale): does
     // checkpointing pay there?
-    let config = deep_small_vocab();
+    let config = shapes::qwen3("deep-small-vocab");
     println!();
     println!("| length (4 layers, hidden 256, vocab 512) | plain MiB | checkpointed MiB | scored ckpt MiB |");
     println!("|---:|---:|---:|---:|");
@@ -192,15 +137,4 @@ fn main() {
         });
         println!("| {length} | {plain:.0} | {checkpointed:.0} | {scored_ckpt:.0} |");
     }
-}
-
-fn deep_small_vocab() -> ModelConfig {
-    serde_json::from_str(
-        r#"{"model_type": "qwen3", "vocab_size": 512, "hidden_size": 256,
-        "intermediate_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "head_dim": 64, "rms_norm_eps": 1e-6,
-        "rope_theta": 1000000.0, "tie_word_embeddings": true,
-        "max_position_embeddings": 40960}"#,
-    )
-    .unwrap()
 }

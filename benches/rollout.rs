@@ -8,7 +8,8 @@
 //! split (b) to (c): eager reading with concurrent models, and lazy catch-up.
 //!
 //! `cargo bench --bench rollout` (add `-- --quick` for a shorter run, `-- --batch N` for
-//! another G)
+//! another G). `-- --shape qwen3-0.6b --device cuda:0` runs only a self-paired pair of
+//! Qwen3-0.6B-shaped models with random weights on that device (scripts/gpu_check.sh).
 
 #![allow(clippy::print_stdout)] // a bench command reports on stdout
 
@@ -17,6 +18,9 @@ use std::time::Instant;
 use burn::prelude::*;
 use trlvr::prelude::*;
 use trlvr_models::{Decoder, ModelConfig, load_gguf};
+
+#[path = "common/shapes.rs"]
+mod shapes;
 
 fn config(
     family: &str,
@@ -144,8 +148,15 @@ fn main() {
         .iter()
         .position(|a| a == "--batch")
         .map_or(8, |i| args.get(i + 1).and_then(|n| n.parse().ok()).expect("--batch N"));
-    let device = Device::default();
+    let device = args.iter().position(|a| a == "--device").map_or_else(Device::default, |i| {
+        trlvr::device::parse_device(args.get(i + 1).expect("--device NAME")).expect("--device")
+    });
     let new_tokens = if quick { 32 } else { 128 };
+    if let Some(i) = args.iter().position(|a| a == "--shape") {
+        assert_eq!(args.get(i + 1).map(String::as_str), Some("qwen3-0.6b"), "--shape takes qwen3-0.6b");
+        qwen3_06b_pair(&device, batch, new_tokens);
+        return;
+    }
     println!(
         "batch {batch} (1 prompt x G {batch}), {new_tokens} new tokens, word schedule p_sen 0.5, flex CPU; \
          tiny: median of 9 runs\n"
@@ -174,4 +185,30 @@ fn main() {
     pair("SmolLM2-135M, self-paired", &smol, &smol_junior, &classes, &prompt, run(1));
     let junior = config("llama", 6, 192, 3, 1, 512, 49152).init(&device);
     pair("SmolLM2-135M + 6 x 192 junior (~8x smaller)", &smol, &junior, &classes, &prompt, run(1));
+}
+
+/// A self-paired Qwen3-0.6B-shaped pair (random weights, the Qwen3 vocabulary and
+/// synthetic word starts) on `device`: the paper's rollout cost at its model size.
+fn qwen3_06b_pair(device: &Device, batch: usize, new_tokens: usize) {
+    let config = shapes::qwen3("qwen3-0.6b");
+    device.seed(0);
+    let senior = config.init(device);
+    let junior = config.init(device);
+    let prompt: Vec<TokenId> = (0..300).map(|i| (i * 7919 % 151_935) as TokenId).collect();
+    println!(
+        "batch {batch} (1 prompt x G {batch}), 300-token prompt, {new_tokens} new tokens, word schedule p_sen 0.5, {device:?}\n"
+    );
+    println!(
+        "| pair | (a) solo | (b) release: eager, one model at a time | eager, concurrent | lazy, concurrent | \
+         (c) trlvr: piggyback, concurrent | (c)/(a) | (c)/(b) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    pair(
+        "Qwen3-0.6B shape, self-paired",
+        &senior,
+        &junior,
+        &classes(151_936),
+        &prompt,
+        Run { batch, new_tokens, reps: 1 },
+    );
 }

@@ -19,6 +19,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 // Statically linked plugins register themselves; this keeps the crate linked.
 use trlvr_junior_kl as _;
+use trlvr_tempered_junior as _;
 // With `--features dynamic`, trlvr (and Burn) come from the shared library plugins link.
 #[cfg(feature = "dynamic")]
 use trlvr_dylib as _;

@@ -58,6 +58,11 @@ pub struct JuniorSpec {
     /// `flex`, `cuda[:N]`, `tch`, `tch-cuda[:N]` (default: the senior's device).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// A partner plugin as the junior, by name, with its config beside the name
+    /// (`[junior.partner] name = "tempered-junior"`, `model = ..`, `temperature = 2.0`).
+    /// It builds its own model on the junior's device, so `path` is not given with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partner: Option<Named>,
 }
 
 /// Where the problems come from and how they become prompts.
@@ -169,6 +174,16 @@ impl Recipe {
                     table(&[("beta", toml::Value::Float(trlvr_junior_kl::DEFAULT_BETA))]),
                 ),
             });
+        }
+        if let Some(junior) = &self.junior
+            && junior.path.is_some()
+            && let Some(partner) = &junior.partner
+        {
+            bail!(
+                "junior.path and junior.partner ({:?}) exclude each other: the partner plugin builds its own \
+                 model (give it the weights in its own config)",
+                partner.name
+            );
         }
         let (schedule, objective) = (self.schedule(), self.objective());
         if objective.name == "junior-kl" && schedule.name != "solo" {

@@ -107,14 +107,39 @@ pub fn run(args: &Args) -> Result<()> {
         training_device = training_device.gradient_checkpointing();
     }
     let senior = Loaded::from_path(&senior_path, &training_device)?;
-    let junior_path = match recipe.junior.as_ref().and_then(|j| j.path.as_deref()) {
-        Some(path) => resolve_model(path)?,
-        None => senior_path.clone(),
-    };
-    let junior = Loaded::from_path(&junior_path, &junior_device)?;
-    if junior.tokenizer.get_vocab(true) != senior.tokenizer.get_vocab(true) {
-        bail!("senior and junior tokenizers differ: they must share a vocabulary (method.md §1)");
+    let mut registry = Registry::with_linked();
+    for path in &recipe.plugins {
+        registry.load(path)?;
     }
+    // The junior: a model file (default: the senior's, self-paired) or a partner plugin.
+    let partner = recipe.junior.as_ref().and_then(|j| j.partner.as_ref());
+    let junior: Box<dyn Partner> = match partner {
+        Some(named) => {
+            let partner = registry
+                .partner(&named.name, &named.json()?, &junior_device)
+                .with_context(|| format!("junior.partner {:?}", named.name))?;
+            if partner.vocab_size() != senior.config.vocab_size {
+                bail!(
+                    "junior.partner {:?} has {} token ids, the senior {}: they must share a vocabulary (method.md §1)",
+                    named.name,
+                    partner.vocab_size(),
+                    senior.config.vocab_size
+                );
+            }
+            Box::new(partner)
+        }
+        None => {
+            let junior_path = match recipe.junior.as_ref().and_then(|j| j.path.as_deref()) {
+                Some(path) => resolve_model(path)?,
+                None => senior_path.clone(),
+            };
+            let junior = Loaded::from_path(&junior_path, &junior_device)?;
+            if junior.tokenizer.get_vocab(true) != senior.tokenizer.get_vocab(true) {
+                bail!("senior and junior tokenizers differ: they must share a vocabulary (method.md §1)");
+            }
+            Box::new(junior.decoder)
+        }
+    };
 
     // Data, reward, schedule, objective.
     let template = &recipe.data.prompt_template;
@@ -130,10 +155,6 @@ pub fn run(args: &Args) -> Result<()> {
     let verifier =
         MathVerifier::strict().with_reference_extraction(Extraction::for_references(train_set.format));
     let validation_verifier = MathVerifier::new(Extraction::FREE).with_reference_extraction(validation_how);
-    let mut registry = Registry::with_linked();
-    for path in &recipe.plugins {
-        registry.load(path)?;
-    }
     let schedule = registry.schedule(&recipe.schedule().name, &recipe.schedule().json()?)?;
     let objective = registry.objective(&recipe.objective().name, &recipe.objective().json()?)?;
     let classes = TokenClasses::from_tokenizer(&senior.tokenizer, &senior.eos)?;
@@ -151,7 +172,7 @@ pub fn run(args: &Args) -> Result<()> {
             .map_err(|e| trlvr::Error::Checkpoint { path: dir.to_path_buf(), message: e.to_string() })
     };
     let mut trainer =
-        Trainer::new(recipe.train.clone(), senior.decoder, &junior.decoder, &*schedule, &*objective, task)?
+        Trainer::new(recipe.train.clone(), senior.decoder, &*junior, &*schedule, &*objective, task)?
             .with_export(Box::new(export));
 
     let run = RunDir::open(&out)?;

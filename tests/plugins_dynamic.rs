@@ -148,7 +148,7 @@ fn a_library_without_the_entry_point_is_refused_and_a_good_one_still_loads() {
     let abi = format!("ABI {}", trlvr::plugin::ABI_VERSION);
     refused_then_good_loads(
         &library("trlvr_dylib"),
-        &["libtrlvr_dylib", "no TRLVR_PLUGIN symbol", &abi, "trlvr 0.1.0"],
+        &["libtrlvr_dylib", "no TRLVR_PLUGIN_<crate> symbol", &abi, "trlvr 0.1.0"],
     );
 }
 
@@ -177,7 +177,7 @@ fn a_plugin_with_its_own_burn_is_refused_and_a_good_one_still_loads() {
 
 /// A copy of a plugin library whose build id bytes say another trlvr build (the version
 /// digit changed): refused for that (the build id is checked before the anchor), quoting
-/// both ids. The copy is of a `cdylib`, which exports nothing but `TRLVR_PLUGIN`: a copy
+/// both ids. The copy is of a `cdylib`, which exports nothing but `TRLVR_PLUGIN_<crate>`: a copy
 /// of a Rust `dylib` already loaded would bind its statics to the first copy's (see
 /// docs/plugins.md).
 #[test]

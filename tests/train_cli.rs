@@ -164,6 +164,52 @@ fn a_recipe_with_both_devices_trains_and_bad_devices_are_named() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A partner plugin named in the recipe plays the junior: `tempered-junior` at T = 1
+/// without noise is the self-paired junior itself (same samples and metrics as the plain
+/// run), and at T = 50 it writes other tokens; `path` with `partner` is refused.
+#[test]
+fn a_partner_plugin_named_in_the_recipe_plays_the_junior() {
+    let dir = temp("partner");
+    let model = tiny_model(&dir);
+    let config = recipe(&dir, &model, "trlvr", 2);
+    let plain_text = std::fs::read_to_string(&config).unwrap();
+    let run = |name: &str, junior: &str| {
+        let path = dir.join(format!("{name}.toml"));
+        std::fs::write(&path, plain_text.replace("[data]", &format!("{junior}\n[data]"))).unwrap();
+        let out = dir.join(name);
+        let (code, text) =
+            trlvr(&["train", "--config", path.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        (code, text, out)
+    };
+    let partner = |extra: &str| {
+        format!("[junior.partner]\nname = \"tempered-junior\"\nmodel = \"{}\"\n{extra}", model.display())
+    };
+    let (code, text, plain) = run("plain", "");
+    assert_eq!(code, 0, "{text}");
+    let (code, text, same) = run("t1", &partner("temperature = 1.0\n"));
+    assert_eq!(code, 0, "{text}");
+    let (code, text, hot) = run("t50", &partner("temperature = 50.0\n"));
+    assert_eq!(code, 0, "{text}");
+    let samples = |out: &Path| std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
+    assert_eq!(samples(&plain), samples(&same));
+    assert_eq!(timeless(&plain.join("metrics.jsonl")), timeless(&same.join("metrics.jsonl")));
+    assert_ne!(samples(&plain), samples(&hot), "a flattened junior writes other tokens");
+    let resolved = std::fs::read_to_string(hot.join("config.toml")).unwrap();
+    assert!(resolved.contains("[junior.partner]") && resolved.contains("tempered-junior"), "{resolved}");
+
+    let (code, text, _) =
+        run("both", &format!("[junior]\npath = \"{}\"\n\n{}", model.display(), partner("")));
+    assert_ne!(code, 0);
+    assert!(text.contains("junior.path and junior.partner"), "{text}");
+    let (code, text, _) = run("unknown", "[junior.partner]\nname = \"no-such-partner\"\n");
+    assert_ne!(code, 0);
+    assert!(
+        text.contains("no partner named \"no-such-partner\"") && text.contains("tempered-junior"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_run_killed_at_random_moments_and_resumed_equals_the_uninterrupted_run() {
     let dir = temp("kill");

@@ -105,7 +105,7 @@ pub struct Registration {
 
 inventory::collect!(Registration);
 
-/// What a loadable plugin exports as the symbol `TRLVR_PLUGIN`; written by
+/// What a loadable plugin exports as the symbol `TRLVR_PLUGIN_<crate name>`; written by
 /// [`export_plugin!`](crate::export_plugin). Only the first three fields are read before the versions match.
 #[repr(C)]
 #[derive(Debug)]
@@ -133,9 +133,11 @@ unsafe impl Sync for PluginDeclaration {}
 #[macro_export]
 macro_rules! export_plugin {
     () => {
-        /// The declaration trlvr's loader reads (see `trlvr::plugin`).
+        /// The declaration trlvr's loader reads (see `trlvr::plugin`), exported as
+        /// `TRLVR_PLUGIN_<crate>`: one name per crate, so that two plugin crates linked
+        /// into one program do not collide.
         #[allow(unsafe_code)]
-        #[unsafe(no_mangle)]
+        #[unsafe(export_name = concat!("TRLVR_PLUGIN_", env!("CARGO_CRATE_NAME")))]
         pub static TRLVR_PLUGIN: $crate::plugin::PluginDeclaration = $crate::plugin::PluginDeclaration {
             abi_version: $crate::plugin::ABI_VERSION,
             trlvr_version: $crate::plugin::TRLVR_VERSION.as_ptr().cast(),
@@ -342,18 +344,21 @@ impl Registry {
             self.loaded.push(canonical);
             return Ok(vec![name.to_string()]);
         }
+        let symbol = declaration_symbol(&canonical).map_err(|why| {
+            plugin_error(
+                path,
+                &format!(
+                    "{why}: not a trlvr plugin; the host expects one exporting TRLVR_PLUGIN_<crate> \
+                     (ABI {ABI_VERSION}, trlvr {}) from trlvr::export_plugin!(), or TRLVR_PORTABLE_OBJECTIVE \
+                     (the portable objective ABI {PORTABLE_ABI_VERSION})",
+                    TRLVR_VERSION.trim_end_matches('\0')
+                ),
+            )
+        })?;
         let declaration: &PluginDeclaration = unsafe {
-            let symbol = library.get::<*const PluginDeclaration>(b"TRLVR_PLUGIN\0").map_err(|_| {
-                plugin_error(
-                    path,
-                    &format!(
-                        "no TRLVR_PLUGIN symbol: not a trlvr plugin; the host expects one exporting TRLVR_PLUGIN \
-                         (ABI {ABI_VERSION}, trlvr {}) from trlvr::export_plugin!(), or TRLVR_PORTABLE_OBJECTIVE \
-                         (the portable objective ABI {PORTABLE_ABI_VERSION})",
-                        TRLVR_VERSION.trim_end_matches('\0')
-                    ),
-                )
-            })?;
+            let symbol = library
+                .get::<*const PluginDeclaration>(symbol.as_bytes())
+                .map_err(|e| plugin_error(path, &format!("{symbol}: {e}")))?;
             &**symbol
         };
         if declaration.abi_version != ABI_VERSION {
@@ -517,6 +522,57 @@ fn another_copy_loaded(canonical: &Path) -> Option<String> {
 #[cfg(not(target_os = "linux"))]
 fn another_copy_loaded(_: &Path) -> Option<String> {
     None
+}
+
+/// The declaration symbol a plugin library exports (`TRLVR_PLUGIN_<crate>`), read from
+/// its export table without running it. A library exporting several (a plugin that links
+/// other plugin crates) is read by the one named after its file.
+fn declaration_symbol(path: &Path) -> std::result::Result<String, String> {
+    use object::{Object, ObjectSymbol};
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    let file = object::File::parse(&*bytes).map_err(|e| format!("not an object file ({e})"))?;
+    let mut found: Vec<String> = file
+        .exports()
+        .map_err(|e| format!("unreadable exports ({e})"))?
+        .filter_map(|e| match e.ok()?.name() {
+            object::NameOrOrdinal::Name(n) => std::str::from_utf8(n).ok().map(str::to_string),
+            object::NameOrOrdinal::Ordinal(_) => None,
+        })
+        // Mach-O names carry a leading underscore that `dlsym` does not want.
+        .map(|n| {
+            if file.format() == object::BinaryFormat::MachO {
+                n.trim_start_matches('_').to_string()
+            } else {
+                n
+            }
+        })
+        .filter(|n| n.starts_with("TRLVR_PLUGIN_"))
+        .collect();
+    if found.is_empty() {
+        // Some formats list dynamic symbols apart from exports.
+        found = file
+            .dynamic_symbols()
+            .filter(|s| s.is_definition() && s.is_global())
+            .filter_map(|s| s.name().ok().map(str::to_string))
+            .filter(|n| n.starts_with("TRLVR_PLUGIN_"))
+            .collect();
+    }
+    found.sort();
+    found.dedup();
+    match found.len() {
+        0 => Err("no TRLVR_PLUGIN_<crate> symbol".into()),
+        1 => Ok(found.remove(0)),
+        _ => {
+            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let own =
+                format!("TRLVR_PLUGIN_{}", stem.strip_prefix(std::env::consts::DLL_PREFIX).unwrap_or(&stem));
+            if found.contains(&own) {
+                Ok(own)
+            } else {
+                Err(format!("several declarations ({}) and none named after the file", found.join(", ")))
+            }
+        }
+    }
 }
 
 fn plugin_error(path: &Path, message: &str) -> Error {

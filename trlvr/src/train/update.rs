@@ -198,39 +198,58 @@ fn mini_batch_grads<P: Policy>(
             .map(|&i| (inputs.prompts[inputs.rollouts[i].prompt].as_slice(), &inputs.rollouts[i]))
             .collect();
         let advantages: Vec<f32> = micro.rows.iter().map(|&i| inputs.advantages[i]).collect();
-        // The objective runs on a leaf holding the log-probs' values; its gradient there
-        // is handed to the senior's surrogate (`Policy::scored_from`), so a decoder never
-        // keeps vocabulary-wide tensors per position for backward.
-        let batch_rows = sequences(&rows)?;
-        let prompt_lengths: Vec<usize> = rows.iter().map(|(p, _)| p.len()).collect();
-        let scored = senior.scored_from(&batch_rows, c.sampling.temperature, &prompt_lengths)?;
-        let leaf = scored.values.clone().require_grad();
-        let batch = batch_around(
-            leaf.clone(),
+        let (grads, micro_metrics) = micro_batch_grads(
+            senior,
+            objective,
+            c.sampling.temperature,
             &rows,
             &advantages,
             micro.old.as_deref(),
             micro.reference.as_deref(),
             mini.normalizer,
         )?;
-        let out = objective.loss(&batch)?;
-        let loss = out.metrics.get("loss").copied().unwrap_or(f64::NAN);
-        if !loss.is_finite() {
-            return Err(Error::NonFinite(format!("loss is {loss}")));
-        }
-        let tokens = out.metrics.get("senior_tokens").copied().unwrap_or(0.0);
-        for (key, value) in &out.metrics {
+        let tokens = micro_metrics.get("senior_tokens").copied().unwrap_or(0.0);
+        for (key, value) in &micro_metrics {
             let weighted = if key == "loss" || key == "senior_tokens" { *value } else { value * tokens };
             *metrics.entry(key.clone()).or_default() += weighted;
         }
-        let upstream = match leaf.grad(&out.loss.backward()) {
-            Some(g) => g,
-            None => leaf.zeros_like(),
-        };
-        let grads = GradientsParams::from_grads(scored.surrogate(upstream).backward(), senior);
         accumulator.accumulate(senior, grads);
     }
     Ok((accumulator.grads(), metrics))
+}
+
+/// One micro-batch's parameter gradients and the objective's metrics, as a training step
+/// computes them: the senior's log-probs of `rows` from each response's start
+/// ([`Policy::scored_from`]), the objective on a leaf holding their values (laid out as
+/// [`objective_batch`] does), and the leaf's gradient handed back to the senior, so a
+/// decoder keeps no vocabulary-wide tensor per position for backward.
+///
+/// # Errors
+/// Model and objective errors; [`Error::NonFinite`] for a NaN or infinite loss.
+#[allow(clippy::too_many_arguments)] // the micro-batch's rows and what the step computed for them
+pub fn micro_batch_grads<P: Policy>(
+    senior: &P,
+    objective: &dyn Objective,
+    temperature: f32,
+    rows: &[(&[TokenId], &Rollout)],
+    advantages: &[f32],
+    old: Option<&[f32]>,
+    reference: Option<&[f32]>,
+    normalizer: Normalizer,
+) -> Result<(GradientsParams, Metrics)> {
+    let batch = sequences(rows)?;
+    let prompt_lengths: Vec<usize> = rows.iter().map(|(p, _)| p.len()).collect();
+    let scored = senior.scored_from(&batch, temperature, &prompt_lengths)?;
+    let leaf = scored.values.clone().require_grad();
+    let batch = batch_around(leaf.clone(), rows, advantages, old, reference, normalizer)?;
+    let out = objective.loss(&batch)?;
+    let loss = out.metrics.get("loss").copied().unwrap_or(f64::NAN);
+    if !loss.is_finite() {
+        return Err(Error::NonFinite(format!("loss is {loss}")));
+    }
+    let upstream = leaf.grad(&out.loss.backward()).unwrap_or_else(|| leaf.zeros_like());
+    let grads = GradientsParams::from_grads(scored.surrogate(upstream).backward(), senior);
+    Ok((grads, out.metrics))
 }
 
 /// `prompt ++ response` of each `(prompt, rollout)` row, right-padded.

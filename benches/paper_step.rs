@@ -1,0 +1,113 @@
+//! One training step of a paper-scale model shape with random weights, as the trainer
+//! runs it: one micro-batch of `rows` rows of `length` tokens whose last `response` are
+//! the senior's response ([`trlvr::train::micro_batch_grads`]: log-probs from the
+//! response's start, GRPO on the leaf, the LM head's gradient formed chunk by chunk,
+//! backward through the trunk), then an AdamW update. Prints the seconds of each part and,
+//! on the CPU, the peak bytes above the weights (scripts/gpu_check.sh samples the GPU's
+//! memory while it runs and compares both with scripts/memory_plan.py).
+//!
+//! ```sh
+//! cargo bench --bench paper_step -- --shape narrow --length 1024 --response 768
+//! cargo bench --features cuda --bench paper_step -- --device cuda:0 --shape qwen3-4b \
+//!     --rows 1 --length 3300 --response 3000 --checkpointing
+//! ```
+//! Shapes: `narrow` (1 layer, hidden 64, the Qwen3 vocabulary), `qwen3-0.6b`,
+//! `qwen3-1.7b`, `qwen3-4b`.
+#![allow(clippy::print_stdout, missing_docs)]
+#![allow(unsafe_code)] // the counting allocator: an `unsafe impl` forwarding to `System`
+
+#[path = "common/counting.rs"]
+mod counting;
+#[path = "common/shapes.rs"]
+mod shapes;
+
+use std::time::Instant;
+
+use burn::optim::{AdamWConfig, GradientsParams};
+use burn::prelude::*;
+use trlvr::prelude::*;
+use trlvr::train::micro_batch_grads;
+use trlvr_models::Decoder;
+
+fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
+    args.iter()
+        .position(|a| a == name)
+        .map_or(Some(default), |i| args.get(i + 1).and_then(|v| v.parse().ok()))
+        .unwrap_or_else(|| panic!("{name} takes a value"))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let device_name: String = arg(&args, "--device", "flex".to_string());
+    let shape_name: String = arg(&args, "--shape", "narrow".to_string());
+    let rows: usize = arg(&args, "--rows", 1);
+    let length: usize = arg(&args, "--length", 1024);
+    let response: usize = arg(&args, "--response", length * 3 / 4);
+    let checkpointing = args.iter().any(|a| a == "--checkpointing");
+    assert!(0 < response && response < length, "--response must be in 1..length");
+
+    let base = trlvr::device::parse_device(&device_name).expect("--device");
+    let device = if checkpointing { base.autodiff().gradient_checkpointing() } else { base.autodiff() };
+    let config = shapes::qwen3(&shape_name);
+    device.seed(0);
+    let start = Instant::now();
+    let senior: Decoder = config.init(&device);
+    let weights_mib = counting::live() as f64 / counting::MIB;
+    println!(
+        "{shape_name}: {:.2}B parameters on {device_name}{}, init {:.1} s",
+        senior.num_params() as f64 / 1e9,
+        if checkpointing { " (gradient checkpointing)" } else { "" },
+        start.elapsed().as_secs_f64()
+    );
+
+    // Rows of a prompt and a response the senior wrote, advantages ±1 (a group's spread).
+    let prompt_len = length - response;
+    let vocab = config.vocab_size;
+    let prompts: Vec<Vec<TokenId>> = (0..rows)
+        .map(|r| (0..prompt_len).map(|i| ((i * 7919 + r * 104_729 + 13) % vocab) as TokenId).collect())
+        .collect();
+    let rollouts: Vec<Rollout> = (0..rows)
+        .map(|r| Rollout {
+            prompt: r,
+            row_key: r as u64,
+            tokens: (0..response).map(|i| ((i * 6007 + r * 31 + 5) % vocab) as TokenId).collect(),
+            owners: vec![Owner::Senior; response],
+            log_probs: vec![0.0; response],
+            other_log_probs: None,
+            finish: Finish::Length,
+        })
+        .collect();
+    let pairs: Vec<(&[TokenId], &Rollout)> = prompts.iter().map(Vec::as_slice).zip(&rollouts).collect();
+    let advantages: Vec<f32> = (0..rows).map(|r| if r % 2 == 0 { 1.0 } else { -1.0 }).collect();
+    let normalizer = Normalizer { tokens: rows * response, sequences: rows };
+    let grpo = Grpo::new(GrpoConfig::default()).expect("grpo");
+
+    let mut optimizer = AdamWConfig::new().with_weight_decay(0.01).init();
+    let (peak, (senior, seconds)) = counting::peak_of(|| {
+        let start = Instant::now();
+        let (grads, metrics) =
+            micro_batch_grads(&senior, &grpo, 0.6, &pairs, &advantages, None, None, normalizer)
+                .expect("step");
+        let backward = start.elapsed().as_secs_f64();
+        let grads: GradientsParams = grads;
+        let senior = optimizer.step(1e-6, senior, grads);
+        // Wait for the device before reading the clock.
+        let _ = senior.embed_tokens.weight.val().slice([0..1, 0..1]).into_data();
+        println!("loss {:.4}, senior tokens {}", metrics["loss"], metrics["senior_tokens"]);
+        (senior, (backward, start.elapsed().as_secs_f64() - backward))
+    });
+    drop(senior);
+    println!(
+        "| shape | rows x length (response) | checkpointing | forward+backward s | AdamW s | CPU peak above weights MiB | weights MiB |"
+    );
+    println!("|---|---|---|---:|---:|---:|---:|");
+    let cpu_peak = if device_name.starts_with("flex") || device_name == "cpu" {
+        format!("{peak:.0}")
+    } else {
+        "n/a (GPU)".into()
+    };
+    println!(
+        "| {shape_name} | {rows} x {length} ({response}) | {checkpointing} | {:.2} | {:.2} | {cpu_peak} | {weights_mib:.0} |",
+        seconds.0, seconds.1
+    );
+}
