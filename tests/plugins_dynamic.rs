@@ -16,8 +16,7 @@ use serde::Deserialize;
 use trlvr::plugin::Registry;
 use trlvr::prelude::*;
 use trlvr::rollout::{RolloutConfig, RolloutEngine};
-use trlvr::testing::{RolloutCase, loss_and_grad, rollout_case};
-use trlvr::train::{Example, Task, TrainConfig, Trainer};
+use trlvr::testing::{RolloutCase, loss_and_grad, rollout_case, train_bigram};
 // The test binary itself must take trlvr from the shared library, as the host does.
 use trlvr_dylib as _;
 use trlvr_junior_kl::JuniorKl;
@@ -64,65 +63,15 @@ proptest! {
     }
 }
 
-#[derive(Debug)]
-struct LastIs2;
-
-impl Verifier for LastIs2 {
-    fn verify(&self, response: &str, _: &str) -> Reward {
-        let correct = response.ends_with('2');
-        Reward { value: f32::from(u8::from(correct)), correct, reason: String::new() }
-    }
-}
-
 #[test]
 fn a_training_step_with_the_loaded_objective_equals_the_linked_one() {
     let registry = loaded();
     let plugin = registry.objective("junior-kl", &serde_json::json!({ "beta": 0.05 })).unwrap();
     let linked = JuniorKl::new(GrpoConfig::default(), 0.05).unwrap();
-    let text = |ids: &[TokenId]| ids.iter().map(ToString::to_string).collect::<String>();
-    let classes = TokenClasses::from_texts(&[" a", " b", "c", "<eos>"], &[3]).unwrap();
-    let train = vec![Example { prompt: vec![0], reference: String::new() }];
-    let task = Task {
-        train: &train,
-        validation: &[],
-        verifier: &LastIs2,
-        validation_verifier: &LastIs2,
-        text: &text,
-        classes: &classes,
-    };
-    let config = TrainConfig {
-        steps: 2,
-        prompts_per_step: 2,
-        mini_batch_prompts: 1,
-        group_size: 8,
-        max_new_tokens: 6,
-        lr: 0.05,
-        ..TrainConfig::default()
-    };
-    let solo = Solo::senior();
-    let table = |device: &Device| {
-        device.seed(1);
-        BigramLm::random(4, 0.5, device)
-    };
-    let junior = table(&Device::default());
-    let mut tables = Vec::new();
-    for objective in [&plugin as &dyn Objective, &linked] {
-        let mut trainer = Trainer::new(
-            config.clone(),
-            table(&Device::default().autodiff()),
-            &junior,
-            &solo,
-            objective,
-            task,
-        )
-        .unwrap();
-        for _ in 0..2 {
-            let m = trainer.step().unwrap().metrics;
-            assert!(m.loss.is_finite() && m.kl.is_some());
-        }
-        tables.push(trainer.senior().table.val().try_into_vec_as::<f32>().unwrap());
-    }
-    assert_eq!(tables[0], tables[1]);
+    let (start, loaded) = train_bigram(&plugin, 2).unwrap();
+    let (_, linked) = train_bigram(&linked, 2).unwrap();
+    assert_ne!(loaded, start, "the senior moved");
+    assert_eq!(loaded, linked);
 }
 
 /// Loading `bad` fails with a message holding every one of `needles`; the same registry

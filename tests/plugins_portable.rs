@@ -10,8 +10,7 @@ use burn::prelude::*;
 use proptest::prelude::*;
 use trlvr::plugin::{Origin, Registry};
 use trlvr::prelude::*;
-use trlvr::testing::{RolloutCase, check_objective, loss_and_grad, rollout_case};
-use trlvr::train::{Example, Task, TrainConfig, Trainer};
+use trlvr::testing::{RolloutCase, check_objective, loss_and_grad, rollout_case, train_bigram};
 use trlvr_junior_kl::JuniorKl;
 
 const HEADER_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/plugins/portable");
@@ -100,67 +99,15 @@ proptest! {
     }
 }
 
-#[derive(Debug)]
-struct LastIs2;
-
-impl Verifier for LastIs2 {
-    fn verify(&self, response: &str, _: &str) -> Reward {
-        let correct = response.ends_with('2');
-        Reward { value: f32::from(u8::from(correct)), correct, reason: String::new() }
-    }
-}
-
 #[test]
 fn training_steps_with_the_c_objective_follow_the_rust_ones() {
     let registry = loaded();
     let c = registry.objective("junior-kl-c", &serde_json::json!({ "beta": 0.05 })).unwrap();
     let rust = JuniorKl::new(GrpoConfig::default(), 0.05).unwrap();
-    let text = |ids: &[TokenId]| ids.iter().map(ToString::to_string).collect::<String>();
-    let classes = TokenClasses::from_texts(&[" a", " b", "c", "<eos>"], &[3]).unwrap();
-    let train = vec![Example { prompt: vec![0], reference: String::new() }];
-    let task = Task {
-        train: &train,
-        validation: &[],
-        verifier: &LastIs2,
-        validation_verifier: &LastIs2,
-        text: &text,
-        classes: &classes,
-    };
-    let config = TrainConfig {
-        steps: 2,
-        prompts_per_step: 2,
-        mini_batch_prompts: 1,
-        group_size: 8,
-        max_new_tokens: 6,
-        lr: 0.05,
-        ..TrainConfig::default()
-    };
-    let solo = Solo::senior();
-    let table = |device: &Device| {
-        device.seed(1);
-        BigramLm::random(4, 0.5, device)
-    };
-    let junior = table(&Device::default());
-    let start = table(&Device::default()).table.val().try_into_vec_as::<f32>().unwrap();
-    let mut tables = Vec::new();
-    for objective in [&c as &dyn Objective, &rust] {
-        let mut trainer = Trainer::new(
-            config.clone(),
-            table(&Device::default().autodiff()),
-            &junior,
-            &solo,
-            objective,
-            task,
-        )
-        .unwrap();
-        for _ in 0..2 {
-            let m = trainer.step().unwrap().metrics;
-            assert!(m.loss.is_finite());
-        }
-        tables.push(trainer.senior().table.val().try_into_vec_as::<f32>().unwrap());
-    }
-    assert_ne!(tables[0], start, "the senior moved");
-    for (x, y) in tables[0].iter().zip(&tables[1]) {
+    let (start, c) = train_bigram(&c, 2).unwrap();
+    let (_, rust) = train_bigram(&rust, 2).unwrap();
+    assert_ne!(c, start, "the senior moved");
+    for (x, y) in c.iter().zip(&rust) {
         assert!((x - y).abs() <= 1e-4, "{x} vs {y}");
     }
 }

@@ -410,3 +410,66 @@ pub fn check_redraws(schedule: &dyn HandoffSchedule, p_senior: f64, max_gap: usi
     }
     Ok(())
 }
+
+/// A response is right when it ends with token 2 (written as its id).
+#[derive(Debug)]
+struct EndsWith2;
+
+impl crate::verifier::Verifier for EndsWith2 {
+    fn verify(&self, response: &str, _: &str) -> crate::verifier::Reward {
+        let correct = response.ends_with('2');
+        crate::verifier::Reward { value: f32::from(u8::from(correct)), correct, reason: String::new() }
+    }
+}
+
+/// Trains a random 4-token bigram senior (seed 1, solo rollouts, the frozen junior its
+/// starting copy) with `objective` for `steps` steps on a toy task (right when the response
+/// ends with token 2), and returns the senior's table before and after: to check that an
+/// objective trains, and that two builds of one objective (linked, loaded) train alike.
+///
+/// # Errors
+/// A [`Violation`] if the trainer fails or a loss is not finite.
+pub fn train_bigram(objective: &dyn Objective, steps: usize) -> Result<(Vec<f32>, Vec<f32>), Violation> {
+    use crate::bigram::BigramLm;
+    use crate::schedule::Solo;
+    use crate::train::{Example, Task, TrainConfig, Trainer};
+    let err = |e: crate::Error| Violation(e.to_string());
+    let text = |ids: &[TokenId]| ids.iter().map(ToString::to_string).collect::<String>();
+    let classes = TokenClasses::from_texts(&[" a", " b", "c", "<eos>"], &[3]).map_err(err)?;
+    let train = vec![Example { prompt: vec![0], reference: String::new() }];
+    let task = Task {
+        train: &train,
+        validation: &[],
+        verifier: &EndsWith2,
+        validation_verifier: &EndsWith2,
+        text: &text,
+        classes: &classes,
+    };
+    let config = TrainConfig {
+        steps,
+        prompts_per_step: 2,
+        mini_batch_prompts: 1,
+        group_size: 8,
+        max_new_tokens: 6,
+        lr: 0.05,
+        ..TrainConfig::default()
+    };
+    let table = |device: &Device| {
+        device.seed(1);
+        BigramLm::random(4, 0.5, device)
+    };
+    let junior = table(&Device::default());
+    let read = |m: &BigramLm| host(m.table.val()).map_err(err);
+    let before = read(&junior)?;
+    let solo = Solo::senior();
+    let mut trainer =
+        Trainer::new(config, table(&Device::default().autodiff()), &junior, &solo, objective, task)
+            .map_err(err)?;
+    for step in 1..=steps {
+        let loss = trainer.step().map_err(err)?.metrics.loss;
+        if !loss.is_finite() {
+            return fail(format!("step {step}: loss {loss}"));
+        }
+    }
+    Ok((before, read(trainer.senior())?))
+}
