@@ -69,7 +69,7 @@ fn main() {
     // Burn initialises parameters lazily: make the weights exist before measuring.
     senior.visit(&mut Materialise);
     println!(
-        "{shape_name}: {:.2}B parameters on {device_name}{}, init {:.1} s (loss of the first step: GRPO, advantages ±1)",
+        "{shape_name}: {:.2}B parameters on {device_name}{}, init {:.1} s",
         senior.num_params() as f64 / 1e9,
         if checkpointing { " (gradient checkpointing)" } else { "" },
         start.elapsed().as_secs_f64()

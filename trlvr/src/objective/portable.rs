@@ -156,9 +156,8 @@ impl fmt::Debug for PortableObjective {
 
 impl Drop for PortableObjective {
     fn drop(&mut self) {
+        // The library outlives this call: `kind` holds a reference to it.
         (self.kind.declaration.destroy)(self.state);
-        // The library stays loaded: `kind.library` is only a reference.
-        let _ = &self.kind.library;
     }
 }
 
