@@ -69,7 +69,8 @@ fn message(buffer: &[u8]) -> String {
 #[derive(Clone)]
 pub struct PortableKind {
     declaration: &'static PortableDeclaration,
-    library: Arc<libloading::Library>,
+    /// Keeps the declaration's library mapped while objectives made from it live.
+    _library: Arc<libloading::Library>,
     /// Name, about and version, read once.
     pub name: &'static str,
     /// One line for `trlvr plugins`.
@@ -117,7 +118,7 @@ impl PortableKind {
                 about: text(declaration.about, "about")?,
                 version: text(declaration.version, "version")?,
                 declaration,
-                library,
+                _library: library,
             })
         })())
     }
