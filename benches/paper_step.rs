@@ -114,8 +114,11 @@ fn main() {
             let (grads, _) =
                 micro_batch_grads(&current, &grpo, 0.6, &pairs, &advantages, None, None, normalizer)
                     .expect("step");
-            let backward = start.elapsed().as_secs_f64();
             let grads: GradientsParams = grads;
+            // Wait for the device (kernels are queued) before reading the clock.
+            let embed = grads.get::<2>(current.embed_tokens.weight.id).expect("a gradient");
+            let _ = embed.slice([0..1, 0..1]).into_data();
+            let backward = start.elapsed().as_secs_f64();
             let senior = optimizer.step(1e-6, current, grads);
             // Wait for the device before reading the clock.
             let _ = senior.embed_tokens.weight.val().slice([0..1, 0..1]).into_data();

@@ -42,7 +42,9 @@ if [[ -n "$GPU" ]]; then
         FEATURE=cuda DEVICE=cuda:0
     fi
     SUMMARY+=("GPU: $GPU; backend $FEATURE, device $DEVICE")
-    step build 300 cargo build --release --features "$FEATURE"
+    step build 420 bash -c "cargo build --release --features $FEATURE && \
+        cargo bench --no-run --features $FEATURE --bench rollout --bench paper_step && \
+        cargo test --release --no-run -p trlvr-models --features $FEATURE --test backend_smoke"
     step parity-gpu-vs-cpu 120 env TRLVR_TEST_DEVICE="$DEVICE" \
         cargo test --release -p trlvr-models --features "$FEATURE" --test backend_smoke
     step rollout-b64-qwen3-0.6b 150 cargo bench --features "$FEATURE" --bench rollout -- \
@@ -55,7 +57,11 @@ if [[ -n "$GPU" ]]; then
         --device "$DEVICE" --shape qwen3-4b --rows 1 --length 3300 --response 3000 --checkpointing
     kill "$SAMPLER" 2>/dev/null
     PEAK_MIB=$(sort -n "$LOGS/gpu-memory.csv" | tail -n 1)
-    SUMMARY+=("qwen3-4b step: GPU memory peak $((PEAK_MIB - BASE_MIB)) MiB above the idle $BASE_MIB MiB (pools included); $(python3 scripts/memory_plan.py --predict qwen3-4b 1 3300 3000 ckpt)")
+    if [[ -n "$PEAK_MIB" ]]; then
+        SUMMARY+=("qwen3-4b step: GPU memory peak $((PEAK_MIB - BASE_MIB)) MiB above the idle $BASE_MIB MiB (pools included); $(python3 scripts/memory_plan.py --predict qwen3-4b 1 3300 3000 ckpt)")
+    else
+        SUMMARY+=("qwen3-4b step: no GPU memory samples (nvidia-smi -lms wrote nothing)")
+    fi
 else
     SUMMARY+=("GPU: none; CPU parts only")
 fi
@@ -80,4 +86,4 @@ echo "### Rollouts (batch 64)"
 grep '^|' "$LOGS/rollout-b64-qwen3-0.6b.log" 2>/dev/null || echo "(no GPU)"
 echo
 echo "### Plan vs bench"
-grep -A 6 '^| length | predicted' "$LOGS/memory-plan.log" || true
+grep -A 8 '^| length |' "$LOGS/memory-plan.log" || true

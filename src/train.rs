@@ -118,14 +118,22 @@ pub fn run(args: &Args) -> Result<()> {
             let partner = registry
                 .partner(&named.name, &named.json()?, &junior_device)
                 .with_context(|| format!("junior.partner {:?}", named.name))?;
+            // A partner plugin brings no tokenizer: only the number of ids can be checked.
             if partner.vocab_size() != senior.config.vocab_size {
                 bail!(
-                    "junior.partner {:?} has {} token ids, the senior {}: they must share a vocabulary (method.md §1)",
+                    "junior.partner {:?} has {} token ids, the senior {}: the junior must read and write the \
+                     senior's vocabulary (method.md §1)",
                     named.name,
                     partner.vocab_size(),
                     senior.config.vocab_size
                 );
             }
+            eprintln!(
+                "junior.partner {:?}: {} token ids like the senior; its tokenizer cannot be compared, so make sure \
+                 it is the senior's",
+                named.name,
+                partner.vocab_size()
+            );
             Box::new(partner)
         }
         None => {

@@ -124,6 +124,19 @@ fn broken_portable_plugins_are_refused_and_a_good_one_still_loads() {
     let err = registry.load(&future).unwrap_err().to_string();
     assert!(err.contains("libfuture_abi") && err.contains("ABI 99 (plugin) != 1 (host)"), "{err}");
 
+    // A NULL function pointer: refused at load, never called.
+    let stateless = compile(
+        "no_destroy",
+        "#include \"trlvr_objective.h\"\n\
+         static void *create(const char *c, char *e, size_t n) { (void)c; (void)e; (void)n; return (void *)1; }\n\
+         static int32_t loss(const void *s, const trlvr_batch *b, double *l, float *g, char *e, size_t n) {\n\
+           (void)s; (void)b; (void)g; (void)e; (void)n; *l = 0.0; return 0; }\n\
+         const trlvr_portable_objective TRLVR_PORTABLE_OBJECTIVE =\n\
+           {TRLVR_PORTABLE_ABI, \"stateless\", \"no destroy\", \"0\", 0, create, loss, 0};\n",
+    );
+    let err = registry.load(&stateless).unwrap_err().to_string();
+    assert!(err.contains("libno_destroy") && err.contains("NULL destroy function"), "{err}");
+
     // Gradient where the loss mask is off (a junior-written token): refused at the loss.
     let leaky = compile(
         "leaky",

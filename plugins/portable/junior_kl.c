@@ -33,7 +33,9 @@ static const char *skip(const char *s) {
 static void *create(const char *json, char *err, size_t err_len) {
     config c = {0.001, 0.2, 0.2, 3.0};
     const char *s = skip(json);
-    if (strncmp(s, "null", 4) != 0) {
+    if (strncmp(s, "null", 4) == 0) {
+        s = skip(s + 4);
+    } else {
         if (*s != '{') { say(err, err_len, "config must be a JSON object"); return NULL; }
         s = skip(s + 1);
         while (*s != '}') {
@@ -53,14 +55,17 @@ static void *create(const char *json, char *err, size_t err_len) {
             else if (!strcmp(key, "clip_high")) c.clip_high = v;
             else if (!strcmp(key, "dual_clip")) c.dual_clip = v;
             else {
-                snprintf(err, err_len, "unknown key \"%s\"; allowed: beta, clip_low, clip_high, dual_clip", key);
+                if (err_len > 0)
+                    snprintf(err, err_len, "unknown key \"%s\"; allowed: beta, clip_low, clip_high, dual_clip", key);
                 return NULL;
             }
             s = skip(end);
             if (*s == ',') s = skip(s + 1);
             else if (*s != '}') { say(err, err_len, "expected ',' or '}'"); return NULL; }
         }
+        s = skip(s + 1);
     }
+    if (*s) { say(err, err_len, "unexpected text after the config"); return NULL; }
     if (!(c.beta >= 0.0)) { say(err, err_len, "junior-KL beta must be >= 0"); return NULL; }
     if (!(c.clip_low >= 0.0 && c.clip_low < 1.0 && c.clip_high >= 0.0)) {
         say(err, err_len, "clip range must satisfy 0 <= clip_low < 1, clip_high >= 0");

@@ -44,6 +44,7 @@ typedef struct {
     const char *about;           /* one line for `trlvr plugins` */
     const char *version;         /* the plugin's version */
     uint8_t needs_reference;     /* 1: the host fills ref_log_probs with the junior's */
+    /* The three functions must not be NULL (the host refuses the library otherwise). */
     /* Parses the config (JSON text, "null" for defaults). Returns the state, or NULL with
      * a NUL-terminated message of at most err_len bytes in err. */
     void *(*create)(const char *config_json, char *err, size_t err_len);

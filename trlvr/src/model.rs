@@ -401,6 +401,8 @@ pub fn lean_token_log_probs<'a>(
         let float32 = (&device, DType::F32);
         let mut d_hidden = Tensor::<2>::zeros([b * t, d], float32);
         let mut d_weight = Tensor::<2>::zeros([d, vocab], float32);
+        // One f32 copy of Wᵀ for every chunk (a view when the weights are f32 already).
+        let w_t = w.clone().transpose().cast(DType::F32);
         for (slots, targets) in slots.chunks(chunk).zip(targets.chunks(chunk)) {
             let n = slots.len();
             let (before, rows, z) = logits(slots);
@@ -415,7 +417,7 @@ pub fn lean_token_log_probs<'a>(
             d_hidden = d_hidden.select_assign(
                 0,
                 int(&before),
-                q.clone().matmul(w.clone().transpose().cast(DType::F32)),
+                q.clone().matmul(w_t.clone()),
                 burn::tensor::IndexingUpdateOp::Add,
             );
             d_weight = d_weight + rows.transpose().cast(DType::F32).matmul(q);

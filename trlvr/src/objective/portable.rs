@@ -49,10 +49,17 @@ pub struct PortableDeclaration {
     about: *const c_char,
     version: *const c_char,
     needs_reference: u8,
-    create: extern "C" fn(*const c_char, *mut c_char, usize) -> *mut c_void,
-    loss: extern "C" fn(*const c_void, *const CBatch, *mut f64, *mut f32, *mut c_char, usize) -> i32,
-    destroy: extern "C" fn(*mut c_void),
+    create: Option<Create>,
+    loss: Option<Loss>,
+    destroy: Option<Destroy>,
 }
+
+/// `create(config_json, err, err_len)`.
+type Create = unsafe extern "C" fn(*const c_char, *mut c_char, usize) -> *mut c_void;
+/// `loss(state, batch, loss, grad, err, err_len)`.
+type Loss = unsafe extern "C" fn(*const c_void, *const CBatch, *mut f64, *mut f32, *mut c_char, usize) -> i32;
+/// `destroy(state)`.
+type Destroy = unsafe extern "C" fn(*mut c_void);
 
 // SAFETY: immutable static data of a never-unloaded library.
 unsafe impl Send for PortableDeclaration {}
@@ -68,7 +75,10 @@ fn message(buffer: &[u8]) -> String {
 /// A loaded portable objective kind: its declaration and the library that holds it.
 #[derive(Clone)]
 pub struct PortableKind {
-    declaration: &'static PortableDeclaration,
+    create: Create,
+    loss: Loss,
+    destroy: Destroy,
+    needs_reference: bool,
     /// Keeps the declaration's library mapped while objectives made from it live.
     _library: Arc<libloading::Library>,
     /// Name, about and version, read once.
@@ -91,19 +101,20 @@ impl PortableKind {
     pub(crate) fn from_library(
         library: Arc<libloading::Library>,
     ) -> Option<std::result::Result<Self, String>> {
-        // SAFETY: the symbol is a static `trlvr_portable_objective`; only `abi_version` is
-        // read before the version is checked. The library is never unloaded (`library`
-        // travels with every object made from it), so 'static holds.
-        let declaration: &'static PortableDeclaration = unsafe {
-            let symbol = library.get::<*const PortableDeclaration>(PORTABLE_SYMBOL).ok()?;
-            &**symbol
-        };
-        if declaration.abi_version != PORTABLE_ABI_VERSION {
+        // SAFETY: the symbol is a static `trlvr_portable_objective`; its first field, the
+        // ABI version, is read alone before anything else is trusted.
+        let raw: *const PortableDeclaration =
+            unsafe { *library.get::<*const PortableDeclaration>(PORTABLE_SYMBOL).ok()? };
+        let abi_version = unsafe { raw.cast::<u32>().read() };
+        if abi_version != PORTABLE_ABI_VERSION {
             return Some(Err(format!(
-                "portable objective ABI {} (plugin) != {PORTABLE_ABI_VERSION} (host)",
-                declaration.abi_version
+                "portable objective ABI {abi_version} (plugin) != {PORTABLE_ABI_VERSION} (host)"
             )));
         }
+        // SAFETY: the layout of this ABI version. The library is never unloaded (the
+        // registry leaks a reference, and `library` travels with every object made from
+        // it), so 'static holds.
+        let declaration: &'static PortableDeclaration = unsafe { &*raw };
         let text = |p: *const c_char, what: &str| -> std::result::Result<&'static str, String> {
             if p.is_null() {
                 return Err(format!("portable objective has no {what}"));
@@ -112,12 +123,16 @@ impl PortableKind {
             let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
             Ok(Box::leak(s.into_boxed_str()))
         };
+        let missing = |what: &str| format!("portable objective has a NULL {what} function");
         Some((|| {
             Ok(Self {
                 name: text(declaration.name, "name")?,
                 about: text(declaration.about, "about")?,
                 version: text(declaration.version, "version")?,
-                declaration,
+                create: declaration.create.ok_or_else(|| missing("create"))?,
+                loss: declaration.loss.ok_or_else(|| missing("loss"))?,
+                destroy: declaration.destroy.ok_or_else(|| missing("destroy"))?,
+                needs_reference: declaration.needs_reference != 0,
                 _library: library,
             })
         })())
@@ -130,7 +145,8 @@ impl PortableKind {
     pub fn make(&self, config: &serde_json::Value) -> Result<PortableObjective> {
         let json = CString::new(config.to_string()).map_err(|e| Error::Config(e.to_string()))?;
         let mut err = [0u8; ERR_LEN];
-        let state = (self.declaration.create)(json.as_ptr(), err.as_mut_ptr().cast(), ERR_LEN);
+        // SAFETY: the ABI's `create`: a NUL-terminated config and an error buffer of ERR_LEN.
+        let state = unsafe { (self.create)(json.as_ptr(), err.as_mut_ptr().cast(), ERR_LEN) };
         if state.is_null() {
             return Err(Error::Config(format!("objective {:?}: {}", self.name, message(&err))));
         }
@@ -157,8 +173,9 @@ impl fmt::Debug for PortableObjective {
 
 impl Drop for PortableObjective {
     fn drop(&mut self) {
-        // The library outlives this call: `kind` holds a reference to it.
-        (self.kind.declaration.destroy)(self.state);
+        // SAFETY: the state `create` returned, destroyed once; the library outlives this
+        // call (`kind` holds a reference to it).
+        unsafe { (self.kind.destroy)(self.state) };
     }
 }
 
@@ -168,7 +185,7 @@ impl Objective for PortableObjective {
     }
 
     fn needs_reference(&self) -> bool {
-        self.kind.declaration.needs_reference != 0
+        self.kind.needs_reference
     }
 
     fn loss(&self, batch: &ObjectiveBatch) -> Result<ObjectiveOutput> {
@@ -200,14 +217,18 @@ impl Objective for PortableObjective {
         let mut loss = 0.0f64;
         let mut grad = vec![0.0f32; rows * width];
         let mut err = [0u8; ERR_LEN];
-        let status = (self.kind.declaration.loss)(
-            self.state,
-            &input,
-            &mut loss,
-            grad.as_mut_ptr(),
-            err.as_mut_ptr().cast(),
-            ERR_LEN,
-        );
+        // SAFETY: the ABI's `loss`: `input`'s arrays hold rows × width (advantages: rows)
+        // values and outlive the call; `grad` holds rows × width floats; `err` ERR_LEN bytes.
+        let status = unsafe {
+            (self.kind.loss)(
+                self.state,
+                &input,
+                &mut loss,
+                grad.as_mut_ptr(),
+                err.as_mut_ptr().cast(),
+                ERR_LEN,
+            )
+        };
         let fail = |what: String| Error::Plugin(format!("objective {:?}: {what}", self.kind.name));
         if status != 0 {
             return Err(fail(message(&err)));
