@@ -31,7 +31,7 @@ use burn::module::{ModuleVisitor, Param};
 use burn::optim::{AdamWConfig, GradientsParams};
 use burn::prelude::*;
 use trlvr::prelude::*;
-use trlvr::train::micro_batch_grads;
+use trlvr::train::{MicroBatch, micro_batch_grads};
 use trlvr_models::Decoder;
 
 /// Reads every parameter once, which initialises it.
@@ -111,9 +111,9 @@ fn main() {
         let (peak, (next, seconds)) = counting::peak_of(|| {
             let start = Instant::now();
             let current = senior.take().expect("the senior");
-            let (grads, _) =
-                micro_batch_grads(&current, &grpo, 0.6, &pairs, &advantages, None, None, normalizer)
-                    .expect("step");
+            let micro =
+                MicroBatch { rows: &pairs, advantages: &advantages, old: None, reference: None, normalizer };
+            let (grads, _) = micro_batch_grads(&current, &grpo, 0.6, &micro).expect("step");
             let grads: GradientsParams = grads;
             // Wait for the device (kernels are queued) before reading the clock.
             let embed = grads.get::<2>(current.embed_tokens.weight.id).expect("a gradient");

@@ -9,7 +9,7 @@ use burn::prelude::*;
 use trlvr::mask::Normalizer;
 use trlvr::objective::{Metrics, ObjectiveOutput};
 use trlvr::prelude::*;
-use trlvr::train::{Example, RunDir, StepMetrics, Task, TrainConfig, Trainer, objective_batch};
+use trlvr::train::{Example, MicroBatch, RunDir, StepMetrics, Task, TrainConfig, Trainer, objective_batch};
 use trlvr_junior_kl::JuniorKl;
 use trlvr_models::{Decoder, load_hf_dir};
 
@@ -204,7 +204,9 @@ fn junior_tokens_carry_no_gradient() {
     assert!(junior_at.iter().any(|&j| j), "the junior wrote something");
     let grpo = Grpo::new(GrpoConfig::default()).unwrap();
     let grads = |perturb: &dyn Fn(Tensor<2>, Vec<f32>) -> (Tensor<2>, Vec<f32>)| {
-        let mut b = objective_batch(&senior, 0.6, &rows, &advantages, Some(&old), None, normalizer).unwrap();
+        let micro =
+            MicroBatch { rows: &rows, advantages: &advantages, old: Some(&old), reference: None, normalizer };
+        let mut b = objective_batch(&senior, 0.6, &micro).unwrap();
         let (log_probs, old) = perturb(b.log_probs.clone(), old.clone());
         b.log_probs = log_probs;
         b.old_log_probs = Tensor::from_data(TensorData::new(old, [rows.len(), width]), &device);

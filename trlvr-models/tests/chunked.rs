@@ -139,44 +139,12 @@ fn blocked_attention_with_a_cache_equals_one_block() {
     assert!(max_diff(got_next, want_next) < TOLERANCE);
 }
 
-/// The training path that forms the LM head's gradient by hand (`Policy::scored_from`)
-/// gives the values of the full-logits path and, through its surrogate, the same
-/// gradients for the trunk, the embedding and the (untied) head.
+/// The training path that forms the LM head's gradient by hand (`Policy::scored_from`,
+/// one chunk here, and `lean_token_log_probs` with chunks of 2 and 3 positions that cut
+/// rows in the middle) gives the values of the full-logits path and, through its
+/// surrogate, the same gradients for the trunk, the embedding and the (untied) head.
 #[test]
-fn scored_from_equals_the_full_logits_path() {
-    let device = device().autodiff();
-    for name in FIXTURES {
-        let model = load_hf_dir(fixture(name), &device).unwrap().0;
-        let batch = batch(name);
-        let rows: Vec<Vec<u32>> = batch.rows().to_vec();
-        let ids = padded(&rows, 0).to_device(&device);
-        let upstream = Tensor::<2>::random(ids.dims(), Distribution::Default, &device);
-        let from: Vec<usize> = (0..rows.len()).map(|r| if r == 1 { 4 } else { 0 }).collect();
-        let full = model.log_probs_from(&batch, 0.7, &from).unwrap();
-        let want = full.clone().detach();
-        let want_grads = (full * upstream.clone()).sum().backward();
-        let scored = model.scored_from(&batch, 0.7, &from).unwrap();
-        let diff = max_diff(scored.values.clone(), want);
-        assert!(diff < TOLERANCE, "{name}: values differ by {diff}");
-        let got_grads = scored.surrogate(upstream).backward();
-        let mut params =
-            vec![("embed", &model.embed_tokens.weight), ("q_proj", &model.layers[0].self_attn.q_proj.weight)];
-        if let Some(head) = &model.lm_head {
-            params.push(("lm_head", &head.weight));
-        }
-        for (what, p) in params {
-            let want = p.val().grad(&want_grads).unwrap();
-            let scale = want.clone().abs().max().into_scalar::<f32>().max(1.0);
-            let diff = max_diff(p.val().grad(&got_grads).unwrap(), want) / scale;
-            assert!(diff < TOLERANCE, "{name}: {what} gradients differ by {diff} (relative)");
-        }
-    }
-}
-
-/// The hand-formed gradient across several chunks (chunks of 2 and 3 positions cut rows
-/// in the middle): values and gradients equal the full-logits path.
-#[test]
-fn lean_log_probs_across_chunks_equal_the_full_logits_path() {
+fn hand_formed_head_gradients_equal_the_full_logits_path() {
     use trlvr::model::lean_token_log_probs;
     let device = device().autodiff();
     for name in FIXTURES {
@@ -185,25 +153,36 @@ fn lean_log_probs_across_chunks_equal_the_full_logits_path() {
         let rows: Vec<Vec<u32>> = batch.rows().to_vec();
         let (ids, lengths) = (padded(&rows, 0).to_device(&device), batch.lengths());
         let upstream = Tensor::<2>::random(ids.dims(), Distribution::Default, &device);
-        let from: Vec<usize> = (0..rows.len()).map(|r| if r == 0 { 3 } else { 0 }).collect();
+        let from: Vec<usize> = (0..rows.len()).map(|r| if r == 1 { 4 } else { 0 }).collect();
         let full = model.log_probs_from(&batch, 0.7, &from).unwrap();
         let want = full.clone().detach();
         let want_grads = (full * upstream.clone()).sum().backward();
-        for chunk in [2, 3] {
-            let hidden = model.hidden(ids.clone(), &lengths, None).unwrap();
-            let scored = lean_token_log_probs(hidden, model.head_weight(), &batch, 0.7, &from, chunk);
+        let mut params = vec![
+            ("embed", &model.embed_tokens.weight),
+            ("q_proj", &model.layers[0].self_attn.q_proj.weight),
+            ("k_proj", &model.layers[0].self_attn.k_proj.weight),
+        ];
+        if let Some(head) = &model.lm_head {
+            params.push(("lm_head", &head.weight));
+        }
+        for chunk in [None, Some(2), Some(3)] {
+            let scored = match chunk {
+                None => model.scored_from(&batch, 0.7, &from).unwrap(),
+                Some(chunk) => {
+                    let hidden = model.hidden(ids.clone(), &lengths, None).unwrap();
+                    lean_token_log_probs(hidden, model.head_weight(), &batch, 0.7, &from, chunk)
+                }
+            };
             let diff = max_diff(scored.values.clone(), want.clone());
-            assert!(diff < TOLERANCE, "{name}, chunk {chunk}: values differ by {diff}");
+            assert!(diff < TOLERANCE, "{name}, chunk {chunk:?}: values differ by {diff}");
             let got_grads = scored.surrogate(upstream.clone()).backward();
-            for (what, p) in
-                [("embed", &model.embed_tokens.weight), ("k_proj", &model.layers[0].self_attn.k_proj.weight)]
-            {
+            for (what, p) in &params {
                 let want = p.val().grad(&want_grads).unwrap();
                 let scale = want.clone().abs().max().into_scalar::<f32>().max(1.0);
                 let diff = max_diff(p.val().grad(&got_grads).unwrap(), want) / scale;
                 assert!(
                     diff < TOLERANCE,
-                    "{name}, chunk {chunk}: {what} gradients differ by {diff} (relative)"
+                    "{name}, chunk {chunk:?}: {what} gradients differ by {diff} (relative)"
                 );
             }
         }

@@ -69,7 +69,7 @@ use serde::{Deserialize, Serialize};
 pub use config::{LrSchedule, TrainConfig};
 pub use run::RunDir;
 pub use sft::{SftConfig, SftExample, fit_sft, sft_loss};
-pub use update::{micro_batch_grads, objective_batch, sequences};
+pub use update::{MicroBatch, micro_batch_grads, objective_batch, sequences};
 
 use crate::advantage::advantages;
 use crate::model::{Partner, Policy};

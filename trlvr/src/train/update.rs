@@ -198,16 +198,14 @@ fn mini_batch_grads<P: Policy>(
             .map(|&i| (inputs.prompts[inputs.rollouts[i].prompt].as_slice(), &inputs.rollouts[i]))
             .collect();
         let advantages: Vec<f32> = micro.rows.iter().map(|&i| inputs.advantages[i]).collect();
-        let (grads, micro_metrics) = micro_batch_grads(
-            senior,
-            objective,
-            c.sampling.temperature,
-            &rows,
-            &advantages,
-            micro.old.as_deref(),
-            micro.reference.as_deref(),
-            mini.normalizer,
-        )?;
+        let batch = MicroBatch {
+            rows: &rows,
+            advantages: &advantages,
+            old: micro.old.as_deref(),
+            reference: micro.reference.as_deref(),
+            normalizer: mini.normalizer,
+        };
+        let (grads, micro_metrics) = micro_batch_grads(senior, objective, c.sampling.temperature, &batch)?;
         let tokens = micro_metrics.get("senior_tokens").copied().unwrap_or(0.0);
         for (key, value) in &micro_metrics {
             let weighted = if key == "loss" || key == "senior_tokens" { *value } else { value * tokens };
@@ -218,6 +216,22 @@ fn mini_batch_grads<P: Policy>(
     Ok((accumulator.grads(), metrics))
 }
 
+/// One micro-batch's rows and what the step computed for them, laid out as [`sequences`]
+/// lays out the rows (`[rows, width]` row-major).
+#[derive(Debug, Clone, Copy)]
+pub struct MicroBatch<'a> {
+    /// `(prompt, rollout)` of each row.
+    pub rows: &'a [(&'a [TokenId], &'a Rollout)],
+    /// One advantage per row.
+    pub advantages: &'a [f32],
+    /// π_old (`None`: the current log-probs, detached).
+    pub old: Option<&'a [f32]>,
+    /// The reference's (the junior's) log-probs, if the objective needs them.
+    pub reference: Option<&'a [f32]>,
+    /// The denominators of the mini-batch it belongs to.
+    pub normalizer: Normalizer,
+}
+
 /// One micro-batch's parameter gradients and the objective's metrics, as a training step
 /// computes them: the senior's log-probs of `rows` from each response's start
 /// ([`Policy::scored_from`]), the objective on a leaf holding their values (laid out as
@@ -226,22 +240,16 @@ fn mini_batch_grads<P: Policy>(
 ///
 /// # Errors
 /// Model and objective errors; [`Error::NonFinite`] for a NaN or infinite loss.
-#[allow(clippy::too_many_arguments)] // the micro-batch's rows and what the step computed for them
 pub fn micro_batch_grads<P: Policy>(
     senior: &P,
     objective: &dyn Objective,
     temperature: f32,
-    rows: &[(&[TokenId], &Rollout)],
-    advantages: &[f32],
-    old: Option<&[f32]>,
-    reference: Option<&[f32]>,
-    normalizer: Normalizer,
+    micro: &MicroBatch<'_>,
 ) -> Result<(GradientsParams, Metrics)> {
-    let batch = sequences(rows)?;
-    let prompt_lengths: Vec<usize> = rows.iter().map(|(p, _)| p.len()).collect();
-    let scored = senior.scored_from(&batch, temperature, &prompt_lengths)?;
+    let (tokens, prompt_lengths) = token_rows(micro.rows)?;
+    let scored = senior.scored_from(&tokens, temperature, &prompt_lengths)?;
     let leaf = scored.values.clone().require_grad();
-    let batch = batch_around(leaf.clone(), rows, advantages, old, reference, normalizer)?;
+    let batch = batch_around(leaf.clone(), micro)?;
     let out = objective.loss(&batch)?;
     let loss = out.metrics.get("loss").copied().unwrap_or(f64::NAN);
     if !loss.is_finite() {
@@ -260,38 +268,32 @@ pub fn sequences(rows: &[(&[TokenId], &Rollout)]) -> Result<TokenBatch> {
     TokenBatch::new(rows.iter().map(|(p, r)| p.iter().chain(&r.tokens).copied().collect()).collect(), 0)
 }
 
-/// What the objective sees of `rows`: the senior's log-probs with gradients at
+/// What the objective sees of `micro`: the senior's log-probs with gradients at
 /// `temperature`, scored from each response's start only (prompt slots are 0 and outside
-/// the loss mask, so the LM head never runs over the prompt), π_old (`None`: the current log-probs, detached) and the reference laid
-/// out as [`sequences`] lays out the rows (`[rows, width]` row-major), one advantage per row, the loss mask from each rollout's
-/// owners (junior tokens carry no loss) and the mini-batch's `normalizer`.
+/// the loss mask, so the LM head never runs over the prompt), π_old, the reference, the
+/// advantages, the loss mask from each rollout's owners (junior tokens carry no loss) and
+/// the mini-batch's normalizer.
 ///
 /// # Errors
 /// Model errors; [`Error::Shape`] if `old` or `reference` do not fit.
 pub fn objective_batch<P: Policy>(
     senior: &P,
     temperature: f32,
-    rows: &[(&[TokenId], &Rollout)],
-    advantages: &[f32],
-    old: Option<&[f32]>,
-    reference: Option<&[f32]>,
-    normalizer: Normalizer,
+    micro: &MicroBatch<'_>,
 ) -> Result<ObjectiveBatch> {
-    let batch = sequences(rows)?;
-    let prompt_lengths: Vec<usize> = rows.iter().map(|(p, _)| p.len()).collect();
-    let log_probs = senior.log_probs_from(&batch, temperature, &prompt_lengths)?;
-    batch_around(log_probs, rows, advantages, old, reference, normalizer)
+    let (tokens, prompt_lengths) = token_rows(micro.rows)?;
+    let log_probs = senior.log_probs_from(&tokens, temperature, &prompt_lengths)?;
+    batch_around(log_probs, micro)
+}
+
+/// The rows as [`sequences`] and where each response starts.
+fn token_rows(rows: &[(&[TokenId], &Rollout)]) -> Result<(TokenBatch, Vec<usize>)> {
+    Ok((sequences(rows)?, rows.iter().map(|(p, _)| p.len()).collect()))
 }
 
 /// [`objective_batch`] around given log-probs `[rows, width]` (with a graph, or a leaf).
-fn batch_around(
-    log_probs: Tensor<2>,
-    rows: &[(&[TokenId], &Rollout)],
-    advantages: &[f32],
-    old: Option<&[f32]>,
-    reference: Option<&[f32]>,
-    normalizer: Normalizer,
-) -> Result<ObjectiveBatch> {
+fn batch_around(log_probs: Tensor<2>, micro: &MicroBatch<'_>) -> Result<ObjectiveBatch> {
+    let MicroBatch { rows, advantages, old, reference, normalizer } = *micro;
     let prompt_lengths: Vec<usize> = rows.iter().map(|(p, _)| p.len()).collect();
     let device = log_probs.device();
     let [n, width] = log_probs.dims();
