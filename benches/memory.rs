@@ -13,8 +13,9 @@
 //! - `scored`: the trainer's path, [`Policy::scored_from`] (values without a graph, the LM
 //!   head's gradient formed chunk by chunk once the loss's gradient is known), every
 //!   position scored; `scored ckpt` the same on the checkpointed device;
-//! - `full`: the previous path, full-vocabulary logits and their log-softmax at every
-//!   position and the attention as one block.
+//! - `full`: the first path, full-vocabulary logits and their log-softmax at every
+//!   position and the attention as one block (which autodiff differentiates as plain
+//!   ops, keeping its `[t, t]` probabilities).
 //!
 //! Peak bytes come from a counting `#[global_allocator]` in this binary only (the flex
 //! CPU backend allocates through it): the high-water mark above what was live before the
@@ -23,24 +24,27 @@
 //! `cargo bench --bench memory` runs every path at 512, 1024, 2048 and 4096; the `full`
 //! path at 4096 needs ~7.5 GiB and is skipped unless `TRLVR_BENCH_FULL_4096=1`.
 //!
-//! Measured 2026-11-30 (flex, 2-core build machine), peak MiB:
+//! Measured 2026-12-01 (flex, 2-core build machine), peak MiB:
 //!
 //! | length | chunked | response half | checkpointed | scored | scored ckpt | full |
 //! |---:|---:|---:|---:|---:|---:|---:|
-//! | 512 | 713 | 491 | 929 | 491 | 486 | 937 |
-//! | 1024 | 1097 | 691 | 1529 | 506 | 493 | 1850 |
-//! | 2048 | 1888 | 1111 | 2737 | 555 | 514 | 3715 |
-//! | 4096 | 3549 | 2029 | 5182 | 731 | 585 | 7601 |
+//! | 512 | 708 | 486 | 927 | 486 | 485 | 937 |
+//! | 1024 | 1081 | 675 | 1523 | 490 | 487 | 1850 |
+//! | 2048 | 1830 | 1053 | 2714 | 497 | 491 | 3715 |
+//! | 4096 | 3328 | 1808 | 5097 | 511 | 501 | 7601 (2026-11-30) |
 //!
 //! and for the deep model (4 layers, hidden 256, vocabulary 512), plain / checkpointed /
-//! scored checkpointed: 124 / 74 / 74 at 512, 282 / 150 / 148 at 1024, 746 / 380 / 377 at 2048.
+//! scored checkpointed: 89 / 58 / 57 at 512, 161 / 98 / 97 at 1024, 304 / 179 / 176 at 2048.
 //!
-//! Everything grows about linearly here. In `chunked` the vocabulary term dominates this
-//! narrow model: about one `vocab`-wide float per scored position (each chunk's
-//! `logits - max`, which Burn keeps for the `exp` backward); `scored` keeps none, and what
-//! grows there is the attention blocks.
-//! Burn's balanced checkpointing halves the deep model's layers but keeps more per
-//! log-prob chunk, so it costs here (docs/memory.md).
+//! Everything grows linearly. In `chunked` the vocabulary term dominates this narrow
+//! model: about one `vocab`-wide float per scored position (each chunk's `logits - max`,
+//! which Burn keeps for the `exp` backward); `scored` keeps none. The attention keeps no
+//! probabilities for backward (`trlvr_models::attention` recomputes them per block), so
+//! the deep model doubles with each doubling of length; before that it kept half a
+//! `[t, t]` matrix per head and layer (2026-11-30: 124 / 282 / 746, and `scored`
+//! 491 / 506 / 555 / 731). `full` runs the attention as one block, plain autodiff.
+//! Burn's balanced checkpointing keeps 0.57 of the deep model's layers but more per
+//! log-prob chunk, so it costs on the narrow model's autodiff path (docs/memory.md).
 #![allow(clippy::print_stdout, missing_docs)]
 // A global allocator is an `unsafe impl`; it only forwards to the system allocator.
 #![allow(unsafe_code)]

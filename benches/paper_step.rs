@@ -6,14 +6,14 @@
 //! on the CPU, the peak bytes above the weights (scripts/gpu_check.sh samples the GPU's
 //! memory while it runs and compares both with scripts/memory_plan.py).
 //!
-//! Measured 2026-11-30 (flex, 2 cores), second step, resident / peak above it, MiB:
-//! narrow 1 x 1024 (768): 113 / 506; qwen3-0.6b 1 x 512 (384): 6823 / 4810 (27 s
-//! forward+backward, 2.8 s AdamW).
+//! Measured 2026-12-01 (flex, 2 cores), second step, resident / peak above it, MiB:
+//! narrow 1 x 1024 (768): 113 / 489; qwen3-0.6b 1 x 1024 (896): 6823 / 5876 (64 s
+//! forward+backward, 2.7 s AdamW).
 //!
 //! ```sh
 //! cargo bench --bench paper_step -- --shape narrow --length 1024 --response 768
 //! cargo bench --features cuda --bench paper_step -- --device cuda:0 --shape qwen3-4b \
-//!     --rows 1 --length 3300 --response 3000 --checkpointing
+//!     --rows 2 --length 3300 --response 3000 --checkpointing
 //! ```
 //! Shapes: `narrow` (1 layer, hidden 64, the Qwen3 vocabulary), `qwen3-0.6b`,
 //! `qwen3-1.7b`, `qwen3-4b`.

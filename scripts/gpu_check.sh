@@ -5,9 +5,10 @@
 # gives torch 2.9.0 (pip install torch==2.9.0; LIBTORCH_USE_PYTORCH=1), with the cuda
 # backend otherwise; runs the tiny-model parity GPU vs CPU (trlvr-models backend_smoke),
 # the rollout bench at batch 64 on a self-paired Qwen3-0.6B-shaped pair with random
-# weights on the GPU (solo vs the release's eager tandem vs trlvr's), and one training
+# weights on the GPU (solo vs the release's eager tandem vs trlvr's), the recomputed
+# attention's gradients on the GPU against autodiff of one full matrix, and one training
 # step of a Qwen3-4B-shaped senior (random weights) at the plan's largest micro-batch
-# (1 row of 3,300 tokens, 3,000 of response, gradient checkpointing) while sampling the
+# (2 rows of 3,300 tokens, 3,000 of response, gradient checkpointing) while sampling the
 # GPU's memory, against the plan's prediction. Always: the transformers parity and chunked
 # log-prob/attention tests, the CPU memory bench, the memory plan, and the training step
 # of the narrow model on the CPU with its measured peak against the plan's.
@@ -44,9 +45,9 @@ if [[ -n "$GPU" ]]; then
     SUMMARY+=("GPU: $GPU; backend $FEATURE, device $DEVICE")
     step build 420 bash -c "cargo build --release --features $FEATURE && \
         cargo bench --no-run --features $FEATURE --bench rollout --bench paper_step && \
-        cargo test --release --no-run -p trlvr-models --features $FEATURE --test backend_smoke"
+        cargo test --release --no-run -p trlvr-models --features $FEATURE --test backend_smoke --test attention"
     step parity-gpu-vs-cpu 120 env TRLVR_TEST_DEVICE="$DEVICE" \
-        cargo test --release -p trlvr-models --features "$FEATURE" --test backend_smoke
+        cargo test --release -p trlvr-models --features "$FEATURE" --test backend_smoke --test attention
     step rollout-b64-qwen3-0.6b 150 cargo bench --features "$FEATURE" --bench rollout -- \
         --batch 64 --quick --shape qwen3-0.6b --device "$DEVICE"
     # The GPU's memory in use, sampled every 100 ms while the 4B step runs.
@@ -54,11 +55,11 @@ if [[ -n "$GPU" ]]; then
     nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 -lms 100 >"$LOGS/gpu-memory.csv" &
     SAMPLER=$!
     step train-step-qwen3-4b 240 cargo bench --features "$FEATURE" --bench paper_step -- \
-        --device "$DEVICE" --shape qwen3-4b --rows 1 --length 3300 --response 3000 --checkpointing
+        --device "$DEVICE" --shape qwen3-4b --rows 2 --length 3300 --response 3000 --checkpointing
     kill "$SAMPLER" 2>/dev/null
     PEAK_MIB=$(sort -n "$LOGS/gpu-memory.csv" | tail -n 1)
     if [[ -n "$PEAK_MIB" ]]; then
-        SUMMARY+=("qwen3-4b step: GPU memory peak $((PEAK_MIB - BASE_MIB)) MiB above the idle $BASE_MIB MiB (pools included); $(python3 scripts/memory_plan.py --predict qwen3-4b 1 3300 3000 ckpt)")
+        SUMMARY+=("qwen3-4b step: GPU memory peak $((PEAK_MIB - BASE_MIB)) MiB above the idle $BASE_MIB MiB (pools included); $(python3 scripts/memory_plan.py --predict qwen3-4b 2 3300 3000 ckpt)")
     else
         SUMMARY+=("qwen3-4b step: no GPU memory samples (nvidia-smi -lms wrote nothing)")
     fi

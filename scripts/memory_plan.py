@@ -10,14 +10,19 @@ GIB = 1024**3
 MIB = 1024**2
 V = 151_936
 CHUNK = 256          # trlvr::model::LOG_PROB_CHUNK
-# Fitted to `cargo bench --bench memory` (2026-11-30); each constant says from what.
+# Fitted to `cargo bench --bench memory` (2026-12-01); each constant says from what.
 KEPT_PER_VOCAB = 5.05  # bytes kept per scored position per vocab entry (narrow model, slope 2048->4096 less the rest; 4 in theory)
 TRANSIENT_CHUNKS = 2.0  # chunk-sized [CHUNK, V] f32 tensors alive during one chunk's backward (narrow model, intercept)
-ACT_SCALE = 1.55      # kept activations / the count in act_per_token (deep model, linear term)
-ATTN_BYTES = 6.2      # bytes kept per head per (query, key) pair over the whole T^2 (deep model, quadratic term; 2.5 in theory)
+ACT_SCALE = 1.32      # kept activations / the count in act_per_token (deep model, slope 1024->2048)
+# The attention keeps no [T, T] matrix for backward (trlvr_models::attention recomputes each
+# block's probabilities); per layer it keeps one f32 log-sum-exp per query and head, and while a
+# layer's backward runs, a block's scores, probabilities and their gradients (theory: 3 floats per
+# query of the block, head and key), one layer at a time.
+QUERY_BLOCK = 256     # trlvr_models::attention::QUERY_BLOCK
+ATTN_TRANSIENT = 3.0
 # Burn's balanced checkpointing (Device::gradient_checkpointing): recomputes elementwise ops,
 # keeps matmul, reduction, gather, mask_fill and cast outputs.
-CKPT_BODY = 0.51      # layer activations + attention kept, checkpointed / plain (deep model, 2048)
+CKPT_BODY = 0.57      # layer activations kept, checkpointed / plain (deep model, slopes 1024->2048)
 CKPT_PER_VOCAB = 7.96  # KEPT_PER_VOCAB when checkpointed: more, not less (narrow model, slope 2048->4096)
 # The trainer's path (Policy::scored_from): nothing vocabulary-wide is kept per position;
 # backward keeps dL/dh ([T, d]) and dL/dW ([d, V]) and, per chunk, a few [CHUNK, V] tensors.
@@ -48,16 +53,16 @@ def micro_batch(m, rows, length, scored, checkpoint=False, lean=True):
     """Peak bytes of forward + backward of `rows` rows (weights and optimizer excluded).
     `lean`: the trainer's path (Policy::scored_from); otherwise Policy::log_probs_from's
     autodiff through each chunk."""
-    attn_layer = ATTN_BYTES * m["h"] * length**2   # block softmax, its exp and mask, causal half
-    act_layer = ACT_SCALE * act_per_token(m) * length
-    body = rows * m["L"] * (act_layer + attn_layer) * (CKPT_BODY if checkpoint else 1.0)
+    act_layer = (ACT_SCALE * act_per_token(m) + 4 * m["h"]) * length
+    body = rows * m["L"] * act_layer * (CKPT_BODY if checkpoint else 1.0)
+    attention = rows * ATTN_TRANSIENT * m["h"] * min(QUERY_BLOCK, length) * length * 4
     if lean:
         logits = rows * length * m["d"] * 4 + m["d"] * m["V"] * 4 + LEAN_TRANSIENT_CHUNKS * CHUNK * m["V"] * 4
     else:
         per_vocab = CKPT_PER_VOCAB if checkpoint else KEPT_PER_VOCAB
         logits = rows * scored * per_vocab * m["V"] + TRANSIENT_CHUNKS * CHUNK * m["V"] * 4
     grads = 4 * m["P"]
-    return body + logits + grads
+    return body + attention + logits + grads
 
 
 def state(m):
@@ -95,8 +100,8 @@ def main():
     print("| length | all scored | response half scored | all scored, checkpointed "
           "| trainer (scored_from) | trainer, checkpointed |")
     print("|---:|---:|---:|---:|---:|---:|")
-    measured = {512: (713, 491, 929, 491, 486), 1024: (1097, 691, 1529, 506, 493),
-                2048: (1888, 1111, 2737, 555, 514), 4096: (3549, 2029, 5182, 731, 585)}
+    measured = {512: (708, 486, 927, 486, 485), 1024: (1081, 675, 1523, 490, 487),
+                2048: (1830, 1053, 2714, 497, 491), 4096: (3328, 1808, 5097, 511, 501)}
     for t, (a, h, c, s, sc) in measured.items():
         pa, ph = micro_batch(NARROW, 1, t, t - 1, lean=False), micro_batch(NARROW, 1, t, t // 2, lean=False)
         pc = micro_batch(NARROW, 1, t, t - 1, True, lean=False)
@@ -106,7 +111,7 @@ def main():
     print("\nDeep model (4 layers, hidden 256, MLP 1024, vocabulary 512), one row, all scored:\n")
     print("| length | plain | checkpointed |")
     print("|---:|---:|---:|")
-    for t, (a, c) in {512: (124, 74), 1024: (282, 150), 2048: (746, 380)}.items():
+    for t, (a, c) in {512: (89, 58), 1024: (161, 98), 2048: (304, 179)}.items():
         pa, pc = micro_batch(DEEP, 1, t, t - 1, lean=False), micro_batch(DEEP, 1, t, t - 1, True, lean=False)
         print(f"| {t} | {pa / MIB:.0f} / {a} | {pc / MIB:.0f} / {c} |")
 

@@ -286,6 +286,12 @@ impl CausalMask {
         self
     }
 
+    /// The same mask without the prebuilt whole one (a tensor on the caller's device),
+    /// for work on another device or after the forward pass.
+    pub fn host_only(&self) -> Self {
+        Self { whole: None, ..self.clone() }
+    }
+
     /// New queries per row.
     pub fn queries(&self) -> usize {
         self.new

@@ -9,9 +9,9 @@
 
 use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig, RmsNorm, RmsNormConfig};
 use burn::prelude::*;
-use burn::tensor::DType;
-use burn::tensor::activation::{silu, softmax};
+use burn::tensor::activation::silu;
 
+use crate::attention::{QUERY_BLOCK, attend};
 use crate::cache::{CausalMask, KvCache};
 use crate::config::ModelConfig;
 use crate::rope::Rope;
@@ -215,70 +215,6 @@ impl Mlp {
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
         linear(&self.down_proj, silu(linear(&self.gate_proj, x.clone())) * linear(&self.up_proj, x))
     }
-}
-
-/// Queries per block of [`attend`]: a block's scores take `group × 256 × width` floats
-/// per key/value head, so a long prefill's transient memory grows linearly with length.
-pub const QUERY_BLOCK: usize = 256;
-
-/// Causal softmax attention computed `block` queries at a time, each block over only the
-/// keys some of its queries can see; every block is the exact softmax of its rows, so
-/// values and gradients equal those of one `[t, width]` score matrix. Backends' fused
-/// attention is not used: under autodiff Burn 0.22 runs it as that full matrix.
-///
-/// Training still keeps each block's probabilities for the backward pass (about half of
-/// one `[t, width]` matrix per head, thanks to causality).
-///
-/// # Shapes
-/// - `q`: `[batch, heads, t, hd]` (already scaled), `keys`/`values`:
-///   `[batch, kv_heads, width, hd]`
-/// - returns `[batch, heads, t, hd]`
-pub fn attend(
-    q: Tensor<4>,
-    keys: Tensor<4>,
-    values: Tensor<4>,
-    mask: &CausalMask,
-    block: usize,
-) -> Tensor<4> {
-    let [b, h, t, hd] = q.dims();
-    let kvh = keys.dims()[1];
-    let g = h / kvh;
-    let device = q.device();
-    // Each key/value head serves its group of query heads: fold the group into the query
-    // rows so keys are never repeated. One block (a decode step) needs no slicing.
-    if t <= block {
-        let s = keys.dims()[2];
-        let q = q.reshape([b, kvh, g * t, hd]);
-        let hidden = mask.block(0..t, s, &device).expand([b, kvh, g * t, s]);
-        let scores = q.matmul(keys.swap_dims(2, 3)).mask_fill(hidden, f32::NEG_INFINITY);
-        return probabilities(scores, values.dtype()).matmul(values).reshape([b, h, t, hd]);
-    }
-    let q = q.reshape([b, kvh, g, t, hd]); // [b, kv_heads, group, t, hd]
-    let blocks: Vec<Tensor<5>> = (0..t)
-        .step_by(block.max(1))
-        .map(|start| {
-            let rows = start..(start + block).min(t);
-            let n = rows.len();
-            let s = mask.visible_keys(&rows);
-            let q = q.clone().slice([0..b, 0..kvh, 0..g, rows.clone(), 0..hd]).reshape([b, kvh, g * n, hd]);
-            let k = keys.clone().slice([0..b, 0..kvh, 0..s, 0..hd]);
-            let v = values.clone().slice([0..b, 0..kvh, 0..s, 0..hd]);
-            let scores = q.matmul(k.swap_dims(2, 3)); // [b, kv_heads, g * n, s]
-            let hidden = mask.block(rows, s, &device).expand([b, kvh, g * n, s]);
-            let dtype = v.dtype();
-            probabilities(scores.mask_fill(hidden, f32::NEG_INFINITY), dtype)
-                .matmul(v)
-                .reshape([b, kvh, g, n, hd])
-        })
-        .collect();
-    Tensor::cat(blocks, 3).reshape([b, h, t, hd])
-}
-
-/// The softmax over keys, computed in f32 (half-precision scores lose the small
-/// probabilities) and handed back in `dtype` for the product with the values. With f32
-/// weights both casts are no-ops.
-fn probabilities(scores: Tensor<4>, dtype: DType) -> Tensor<4> {
-    softmax(scores.cast(DType::F32), 3).cast(dtype)
 }
 
 impl Attention {

@@ -329,6 +329,6 @@ fn build(config: &ModelConfig, w: &mut Taker<'_>) -> Result<Decoder> {
         norm: w.rms_norm("output_norm.weight", h, eps)?,
         lm_head,
         config: config.clone(),
-        query_block: crate::decoder::QUERY_BLOCK,
+        query_block: crate::attention::QUERY_BLOCK,
     })
 }

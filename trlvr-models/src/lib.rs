@@ -10,6 +10,7 @@
 //! |---|---|
 //! | the architecture, from `config.json` | [`config`] |
 //! | the module and its forward pass | [`decoder`] |
+//! | blocked attention; its backward recomputes each block | [`attention`] |
 //! | rotary position embeddings (Hugging Face layout) | [`rope`] |
 //! | per-row KV caches and the attention mask | [`cache`] |
 //! | reading safetensors checkpoints (f32/bf16/f16, sharded) | [`load`] |
@@ -54,6 +55,7 @@
 //! Loading a real checkpoint: `let (model, config) = trlvr_models::load_hf_dir("Qwen3-0.6B", &device)?;`.
 #![warn(missing_docs)]
 
+pub mod attention;
 pub mod cache;
 pub mod chat;
 pub mod config;

@@ -230,6 +230,6 @@ fn build(config: &ModelConfig, w: &mut Weights<'_>) -> Decoder {
         norm: w.rms_norm("model.norm", h, eps),
         lm_head: (!config.tie_word_embeddings).then(|| w.linear("lm_head", h, config.vocab_size, false)),
         config: config.clone(),
-        query_block: crate::decoder::QUERY_BLOCK,
+        query_block: crate::attention::QUERY_BLOCK,
     }
 }

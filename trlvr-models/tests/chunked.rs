@@ -85,6 +85,8 @@ fn policy_log_probs_keep_the_contract() {
 
 /// Attention a few queries at a time equals one block over the whole row, values and
 /// gradients, with and without right padding (the fixtures' rows differ in length).
+/// Under autodiff, one block runs as plain ops differentiated by Burn and several blocks
+/// as the recomputed attention, so this checks its backward on real weights.
 #[test]
 fn blocked_attention_equals_one_block() {
     let device = device().autodiff();

@@ -1,0 +1,150 @@
+//! The recomputed attention (what training runs) equals plain softmax attention written
+//! out with one full score matrix and differentiated by Burn's autodiff: outputs and the
+//! gradients of queries, keys and values, for every cut into blocks, grouped-query heads,
+//! rows with cached tokens before them, and with activation checkpointing on. With
+//! `--features tch` or `cuda` it also runs on `TRLVR_TEST_DEVICE` (default `tch`): the
+//! backward is the same code on every backend, the kernels it calls are not.
+
+use burn::prelude::*;
+use burn::tensor::activation::softmax;
+use burn::tensor::{Distribution, GradientCheckpointingStrategy};
+use trlvr_models::attention::attend;
+use trlvr_models::cache::CausalMask;
+
+const TOLERANCE: f32 = 2e-5;
+
+/// Queries `[b, heads, t, hd]`, keys and values `[b, kv_heads, width, hd]`, the output
+/// weights `[b, heads, t, hd]`.
+struct Case {
+    past: Vec<usize>,
+    heads: usize,
+    kv_heads: usize,
+    t: usize,
+    hd: usize,
+}
+
+impl Case {
+    fn width(&self) -> usize {
+        self.past.iter().max().unwrap() + self.t
+    }
+
+    fn mask(&self) -> CausalMask {
+        CausalMask::new(&self.past, self.heads / self.kv_heads, self.t, self.width())
+    }
+
+    /// Softmax attention over one `[t, width]` matrix per head, keys repeated per group.
+    fn reference(&self, q: Tensor<4>, keys: Tensor<4>, values: Tensor<4>) -> Tensor<4> {
+        let (b, h, kvh, t, w, hd) =
+            (self.past.len(), self.heads, self.kv_heads, self.t, self.width(), self.hd);
+        let repeat = |x: Tensor<4>| {
+            x.reshape([b, kvh, 1, w, hd]).expand([b, kvh, h / kvh, w, hd]).reshape([b, h, w, hd])
+        };
+        let hidden: Vec<bool> = self
+            .past
+            .iter()
+            .flat_map(|&p| (0..t).flat_map(move |i| (0..w).map(move |j| j > p + i)))
+            .collect();
+        let hidden = Tensor::<4, Bool>::from_data(TensorData::new(hidden, [b, 1, t, w]), &q.device())
+            .expand([b, h, t, w]);
+        let scores = q.matmul(repeat(keys).swap_dims(2, 3)).mask_fill(hidden, f32::NEG_INFINITY);
+        softmax(scores, 3).matmul(repeat(values))
+    }
+}
+
+fn max_diff(a: Tensor<4>, b: Tensor<4>) -> f32 {
+    (on(a, &Device::flex()) - on(b, &Device::flex())).abs().max().into_scalar::<f32>()
+}
+
+/// A copy of `x`'s values on `device`.
+fn on(x: Tensor<4>, device: &Device) -> Tensor<4> {
+    Tensor::from_data(x.into_data(), device)
+}
+
+/// Output and gradients (q, keys, values) of `Σ w ⊙ attention`.
+fn run(
+    device: &Device,
+    inputs: &[Tensor<4>; 4],
+    f: impl Fn(Tensor<4>, Tensor<4>, Tensor<4>) -> Tensor<4>,
+) -> [Tensor<4>; 4] {
+    let [q, k, v] = [0, 1, 2].map(|i| on(inputs[i].clone(), device).require_grad());
+    let out = f(q.clone(), k.clone(), v.clone());
+    let grads = (out.clone() * on(inputs[3].clone(), device)).sum().backward();
+    let grad = |x: &Tensor<4>| x.grad(&grads).expect("input has a gradient");
+    [out.detach(), grad(&q), grad(&k), grad(&v)]
+}
+
+#[test]
+fn recomputed_attention_equals_one_full_matrix() {
+    let cases = [
+        Case { past: vec![0, 0], heads: 4, kv_heads: 2, t: 9, hd: 4 },
+        Case { past: vec![0], heads: 2, kv_heads: 2, t: 13, hd: 8 },
+        // Rows with cached tokens: the queries see more keys than themselves.
+        Case { past: vec![0, 3, 1], heads: 6, kv_heads: 2, t: 7, hd: 4 },
+    ];
+    let plain = Device::flex().autodiff();
+    let checkpointed = plain.clone().gradient_checkpointing();
+    assert_eq!(checkpointed.gradient_checkpointing_strategy(), Some(GradientCheckpointingStrategy::Balanced));
+    #[allow(unused_mut)]
+    let mut devices = vec![plain.clone(), checkpointed];
+    #[cfg(any(feature = "tch", feature = "cuda"))]
+    devices.push(
+        trlvr::device::parse_device(&std::env::var("TRLVR_TEST_DEVICE").unwrap_or_else(|_| "tch".into()))
+            .unwrap()
+            .autodiff(),
+    );
+    for case in &cases {
+        let b = case.past.len();
+        let data = |heads: usize, len: usize| {
+            Tensor::<4>::random([b, heads, len, case.hd], Distribution::Normal(0.0, 1.0), &Device::flex())
+        };
+        let inputs = [
+            data(case.heads, case.t),
+            data(case.kv_heads, case.width()),
+            data(case.kv_heads, case.width()),
+            data(case.heads, case.t),
+        ];
+        let want = run(&plain, &inputs, |q, k, v| case.reference(q, k, v));
+        for device in &devices {
+            for block in [1, 2, 4, case.t, case.t + 5] {
+                let got = run(device, &inputs, |q, k, v| {
+                    assert!(q.is_tracked());
+                    attend(q, k, v, &case.mask(), block)
+                });
+                for (what, (g, w)) in
+                    ["output", "dq", "dk", "dv"].iter().zip(got.into_iter().zip(want.clone()))
+                {
+                    let diff = max_diff(g, w);
+                    assert!(
+                        diff < TOLERANCE,
+                        "{device:?}, past {:?}, block {block}: {what} differs by {diff}",
+                        case.past
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Without autodiff the blocks run as plain ops; they agree with the recomputed forward.
+#[test]
+fn inference_and_training_forward_agree() {
+    let case = Case { past: vec![0, 2], heads: 4, kv_heads: 1, t: 11, hd: 4 };
+    let device = Device::flex();
+    let data = |heads: usize, len: usize| {
+        Tensor::<4>::random([2, heads, len, case.hd], Distribution::Normal(0.0, 1.0), &device)
+    };
+    let (q, k, v) = (data(4, 11), data(1, case.width()), data(1, case.width()));
+    let ad = device.clone().autodiff();
+    for block in [3, 11] {
+        let plain = attend(q.clone(), k.clone(), v.clone(), &case.mask(), block);
+        let tracked = attend(
+            on(q.clone(), &ad).require_grad(),
+            on(k.clone(), &ad),
+            on(v.clone(), &ad),
+            &case.mask(),
+            block,
+        );
+        let diff = max_diff(plain, tracked);
+        assert!(diff < TOLERANCE, "block {block}: forward differs by {diff}");
+    }
+}
