@@ -10,6 +10,8 @@
 //!   trainer scores a row whose second half is the response;
 //! - `checkpointed`: `chunked` on `Device::flex().autodiff().gradient_checkpointing()`
 //!   (the recipe's `gradient_checkpointing = true`);
+//! - `scored bf16` (deep model): `scored` in mixed precision, f32 weights and a bf16
+//!   forward (`[senior] dtype = "bf16"`);
 //! - `scored`: the trainer's path, [`Policy::scored_from`] (values without a graph, the LM
 //!   head's gradient formed chunk by chunk once the loss's gradient is known), every
 //!   position scored; `scored ckpt` the same on the checkpointed device;
@@ -34,7 +36,8 @@
 //! | 4096 | 3328 | 1808 | 5097 | 511 | 501 | 7601 (2026-11-30) |
 //!
 //! and for the deep model (4 layers, hidden 256, vocabulary 512), plain / checkpointed /
-//! scored checkpointed: 89 / 58 / 57 at 512, 161 / 98 / 97 at 1024, 304 / 179 / 176 at 2048.
+//! scored checkpointed / scored bf16 mixed / scored bf16 mixed checkpointed: 89 / 58 / 57 /
+//! 70 / 54 at 512, 161 / 98 / 97 / 115 / 84 at 1024, 304 / 179 / 176 / 205 / 143 at 2048.
 //!
 //! Everything grows linearly. In `chunked` the vocabulary term dominates this narrow
 //! model: about one `vocab`-wide float per scored position (each chunk's `logits - max`,
@@ -50,6 +53,7 @@
 #![allow(unsafe_code)]
 
 use burn::prelude::*;
+use burn::tensor::DType;
 use trlvr::model::{Policy, token_log_probs};
 use trlvr::token::TokenBatch;
 use trlvr_models::Decoder;
@@ -124,8 +128,10 @@ fn main() {
     // checkpointing pay there?
     let config = shapes::qwen3("deep-small-vocab");
     println!();
-    println!("| length (4 layers, hidden 256, vocab 512) | plain MiB | checkpointed MiB | scored ckpt MiB |");
-    println!("|---:|---:|---:|---:|");
+    println!(
+        "| length (4 layers, hidden 256, vocab 512) | plain MiB | checkpointed MiB | scored ckpt MiB | scored bf16 MiB | scored bf16 ckpt MiB |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|");
     for length in [512usize, 1024, 2048] {
         let tokens: Vec<u32> = (0..length).map(|i| ((i * 7919 + 13) % config.vocab_size) as u32).collect();
         let batch = TokenBatch::new(vec![tokens], 0).unwrap();
@@ -133,12 +139,19 @@ fn main() {
             let model = config.init(d);
             peak_of(|| drop(model.log_probs(&batch, 1.0).unwrap().sum().backward()))
         });
-        let model = config.init(&checkpointing);
-        let scored_ckpt = peak_of(|| {
-            let scored = model.scored_from(&batch, 1.0, &[0]).unwrap();
-            let upstream = scored.values.ones_like();
-            drop(scored.surrogate(upstream).backward());
-        });
-        println!("| {length} | {plain:.0} | {checkpointed:.0} | {scored_ckpt:.0} |");
+        let scored = |model: &Decoder| {
+            peak_of(|| {
+                let scored = model.scored_from(&batch, 1.0, &[0]).unwrap();
+                let upstream = scored.values.ones_like();
+                drop(scored.surrogate(upstream).backward());
+            })
+        };
+        let scored_ckpt = scored(&config.init(&checkpointing));
+        // Mixed precision: f32 weights, the forward in bf16 (`[senior] dtype = "bf16"`).
+        let [mixed, mixed_ckpt] =
+            [&device, &checkpointing].map(|d| scored(&config.init(d).with_compute_dtype(DType::BF16)));
+        println!(
+            "| {length} | {plain:.0} | {checkpointed:.0} | {scored_ckpt:.0} | {mixed:.0} | {mixed_ckpt:.0} |"
+        );
     }
 }

@@ -16,7 +16,7 @@
 //!     --rows 2 --length 3300 --response 3000 --checkpointing
 //! ```
 //! Shapes: `narrow` (1 layer, hidden 64, the Qwen3 vocabulary), `qwen3-0.6b`,
-//! `qwen3-1.7b`, `qwen3-4b`.
+//! `qwen3-1.7b`, `qwen3-4b`. `--bf16`: mixed precision (`Decoder::with_compute_dtype`).
 #![allow(clippy::print_stdout, missing_docs)]
 #![allow(unsafe_code)] // the counting allocator: an `unsafe impl` forwarding to `System`
 
@@ -30,6 +30,7 @@ use std::time::Instant;
 use burn::module::{ModuleVisitor, Param};
 use burn::optim::{AdamWConfig, GradientsParams};
 use burn::prelude::*;
+use burn::tensor::DType;
 use trlvr::prelude::*;
 use trlvr::train::{MicroBatch, micro_batch_grads};
 use trlvr_models::Decoder;
@@ -58,6 +59,7 @@ fn main() {
     let length: usize = arg(&args, "--length", 1024);
     let response: usize = arg(&args, "--response", length * 3 / 4);
     let checkpointing = args.iter().any(|a| a == "--checkpointing");
+    let bf16 = args.iter().any(|a| a == "--bf16");
     assert!(0 < response && response < length, "--response must be in 1..length");
 
     let base = trlvr::device::parse_device(&device_name).expect("--device");
@@ -65,13 +67,17 @@ fn main() {
     let config = shapes::qwen3(&shape_name);
     device.seed(0);
     let start = Instant::now();
-    let senior: Decoder = config.init(&device);
+    let mut senior: Decoder = config.init(&device);
+    if bf16 {
+        senior = senior.with_compute_dtype(DType::BF16);
+    }
     // Burn initialises parameters lazily: make the weights exist before measuring.
     senior.visit(&mut Materialise);
     println!(
-        "{shape_name}: {:.2}B parameters on {device_name}{}, init {:.1} s",
+        "{shape_name}: {:.2}B parameters on {device_name}{}{}, init {:.1} s",
         senior.num_params() as f64 / 1e9,
         if checkpointing { " (gradient checkpointing)" } else { "" },
+        if bf16 { " (bf16 forward, f32 weights)" } else { "" },
         start.elapsed().as_secs_f64()
     );
 

@@ -8,8 +8,9 @@
 # weights on the GPU (solo vs the release's eager tandem vs trlvr's), the recomputed
 # attention's gradients on the GPU against autodiff of one full matrix, and one training
 # step of a Qwen3-4B-shaped senior (random weights) at the plan's largest micro-batch
-# (2 rows of 3,300 tokens, 3,000 of response, gradient checkpointing) while sampling the
-# GPU's memory, against the plan's prediction. Always: the transformers parity and chunked
+# (2 rows of 3,300 tokens, 3,000 of response, gradient checkpointing; in f32, then in
+# mixed precision) while sampling the GPU's memory, against the plan's prediction.
+# Always: the transformers parity and chunked
 # log-prob/attention tests, the CPU memory bench, the memory plan, and the training step
 # of the narrow model on the CPU with its measured peak against the plan's.
 #
@@ -45,24 +46,32 @@ if [[ -n "$GPU" ]]; then
     SUMMARY+=("GPU: $GPU; backend $FEATURE, device $DEVICE")
     step build 420 bash -c "cargo build --release --features $FEATURE && \
         cargo bench --no-run --features $FEATURE --bench rollout --bench paper_step && \
-        cargo test --release --no-run -p trlvr-models --features $FEATURE --test backend_smoke --test attention"
+        cargo test --release --no-run -p trlvr-models --features $FEATURE --test backend_smoke --test attention --test mixed"
     step parity-gpu-vs-cpu 120 env TRLVR_TEST_DEVICE="$DEVICE" \
-        cargo test --release -p trlvr-models --features "$FEATURE" --test backend_smoke --test attention
+        cargo test --release -p trlvr-models --features "$FEATURE" --test backend_smoke --test attention --test mixed
     step rollout-b64-qwen3-0.6b 150 cargo bench --features "$FEATURE" --bench rollout -- \
         --batch 64 --quick --shape qwen3-0.6b --device "$DEVICE"
-    # The GPU's memory in use, sampled every 100 ms while the 4B step runs.
-    BASE_MIB=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | head -n 1)
-    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 -lms 100 >"$LOGS/gpu-memory.csv" &
-    SAMPLER=$!
-    step train-step-qwen3-4b 240 cargo bench --features "$FEATURE" --bench paper_step -- \
-        --device "$DEVICE" --shape qwen3-4b --rows 2 --length 3300 --response 3000 --checkpointing
-    kill "$SAMPLER" 2>/dev/null
-    PEAK_MIB=$(sort -n "$LOGS/gpu-memory.csv" | tail -n 1)
-    if [[ -n "$PEAK_MIB" ]]; then
-        SUMMARY+=("qwen3-4b step: GPU memory peak $((PEAK_MIB - BASE_MIB)) MiB above the idle $BASE_MIB MiB (pools included); $(python3 scripts/memory_plan.py --predict qwen3-4b 2 3300 3000 ckpt)")
-    else
-        SUMMARY+=("qwen3-4b step: no GPU memory samples (nvidia-smi -lms wrote nothing)")
-    fi
+    # One Qwen3-4B-shaped training step (2 rows of 3,300 tokens, checkpointed) with the
+    # GPU's memory sampled every 100 ms: f32, then mixed precision (--bf16).
+    gpu_step() {
+        local name=$1 predicted=$2
+        shift 2
+        local base peak
+        base=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | head -n 1)
+        nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 -lms 100 >"$LOGS/$name-memory.csv" &
+        local sampler=$!
+        step "$name" 200 cargo bench --features "$FEATURE" --bench paper_step -- \
+            --device "$DEVICE" --shape qwen3-4b --rows 2 --length 3300 --response 3000 --checkpointing "$@"
+        kill "$sampler" 2>/dev/null
+        peak=$(sort -n "$LOGS/$name-memory.csv" | tail -n 1)
+        if [[ -n "$peak" ]]; then
+            SUMMARY+=("$name: GPU memory peak $((peak - base)) MiB above the idle $base MiB (pools included); $predicted")
+        else
+            SUMMARY+=("$name: no GPU memory samples (nvidia-smi -lms wrote nothing)")
+        fi
+    }
+    gpu_step train-step-qwen3-4b "$(python3 scripts/memory_plan.py --predict qwen3-4b 2 3300 3000 ckpt)"
+    gpu_step train-step-qwen3-4b-bf16 "$(python3 scripts/memory_plan.py --predict qwen3-4b 2 3300 3000 ckpt bf16)" --bf16
 else
     SUMMARY+=("GPU: none; CPU parts only")
 fi

@@ -41,6 +41,43 @@ pub struct ModelSpec {
     /// `flex`, `cuda[:N]`, `tch`, `tch-cuda[:N]`.
     #[serde(default = "default_device")]
     pub device: String,
+    /// The forward pass's precision. `bf16` or `f16` is mixed precision for the senior:
+    /// activations and matmuls in it, weights, gradients and AdamW's moments f32
+    /// (`Decoder::with_compute_dtype`). Default f32.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<Precision>,
+}
+
+/// A float precision of the recipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// 32-bit floats.
+    F32,
+    /// bfloat16.
+    Bf16,
+    /// IEEE half.
+    F16,
+}
+
+impl Precision {
+    /// The recipe's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::Bf16 => "bf16",
+            Precision::F16 => "f16",
+        }
+    }
+
+    /// Burn's dtype.
+    pub fn dtype(self) -> burn::tensor::DType {
+        match self {
+            Precision::F32 => burn::tensor::DType::F32,
+            Precision::Bf16 => burn::tensor::DType::BF16,
+            Precision::F16 => burn::tensor::DType::F16,
+        }
+    }
 }
 
 fn default_device() -> String {
@@ -63,6 +100,10 @@ pub struct JuniorSpec {
     /// It builds its own model on the junior's device, so `path` is not given with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partner: Option<Named>,
+    /// The junior's weights and forward pass in this precision (it never trains, so its
+    /// weights are cast once: `bf16` halves their memory and its KV cache's). Default f32.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<Precision>,
 }
 
 /// Where the problems come from and how they become prompts.
@@ -185,6 +226,16 @@ impl Recipe {
                 partner.name
             );
         }
+        if let Some(junior) = &self.junior
+            && junior.dtype.is_some()
+            && let Some(partner) = &junior.partner
+        {
+            bail!(
+                "junior.dtype and junior.partner ({:?}) exclude each other: the partner plugin builds its own \
+                 model (give it the precision in its own config, if it has one)",
+                partner.name
+            );
+        }
         let (schedule, objective) = (self.schedule(), self.objective());
         if objective.name == "junior-kl" && schedule.name != "solo" {
             bail!(
@@ -283,6 +334,22 @@ mod tests {
         assert_eq!(reread, recipe);
         let err = Recipe::load(&path, &["junior.gpu=1".into()]).unwrap_err().to_string();
         assert!(err.contains("gpu"), "{err}");
+    }
+
+    #[test]
+    fn precisions_are_named_and_a_partner_takes_none() {
+        let path = write("dtype", BASE);
+        let recipe = Recipe::load(&path, &["senior.dtype=bf16".into(), "junior.dtype=f16".into()]).unwrap();
+        assert_eq!(recipe.senior.dtype, Some(Precision::Bf16));
+        assert_eq!(recipe.junior.as_ref().and_then(|j| j.dtype), Some(Precision::F16));
+        assert_eq!(Precision::Bf16.dtype(), burn::tensor::DType::BF16);
+        let reread: Recipe = toml::from_str(&recipe.to_toml().unwrap()).unwrap();
+        assert_eq!(reread, recipe);
+        let err = Recipe::load(&path, &["senior.dtype=fp8".into()]).unwrap_err().to_string();
+        assert!(err.contains("fp8") && err.contains("bf16") && err.contains("f32"), "{err}");
+        let sets = ["junior.dtype=bf16".to_string(), "junior.partner.name=tempered-junior".into()];
+        let err = Recipe::load(&path, &sets).unwrap_err().to_string();
+        assert!(err.contains("junior.dtype and junior.partner"), "{err}");
     }
 
     #[test]

@@ -106,7 +106,10 @@ pub fn run(args: &Args) -> Result<()> {
     if recipe.train.gradient_checkpointing {
         training_device = training_device.gradient_checkpointing();
     }
-    let senior = Loaded::from_path(&senior_path, &training_device)?;
+    let mut senior = Loaded::from_path(&senior_path, &training_device)?;
+    if let Some(precision) = recipe.senior.dtype {
+        senior.decoder = senior.decoder.with_compute_dtype(precision.dtype());
+    }
     let mut registry = Registry::with_linked();
     for path in &recipe.plugins {
         registry.load(path)?;
@@ -145,7 +148,12 @@ pub fn run(args: &Args) -> Result<()> {
             if junior.tokenizer.get_vocab(true) != senior.tokenizer.get_vocab(true) {
                 bail!("senior and junior tokenizers differ: they must share a vocabulary (method.md §1)");
             }
-            Box::new(junior.decoder)
+            match recipe.junior.as_ref().and_then(|j| j.dtype) {
+                Some(p) => {
+                    Box::new(junior.decoder.with_compute_dtype(p.dtype()).with_weights_in_compute_dtype())
+                }
+                None => Box::new(junior.decoder),
+            }
         }
     };
 
@@ -211,6 +219,15 @@ pub fn run(args: &Args) -> Result<()> {
         out.display()
     );
 
+    if let Some(precision) = recipe.senior.dtype {
+        eprintln!(
+            "the senior computes in {} with f32 weights and optimizer state (mixed precision)",
+            precision.name()
+        );
+    }
+    if let Some(precision) = recipe.junior.as_ref().and_then(|j| j.dtype) {
+        eprintln!("the junior's weights and forward pass are {}", precision.name());
+    }
     let progress = StepProgress::new(recipe.train.steps, trainer.state().step);
     trainer.fit(&run, &mut |m| progress.step(m), &mut |p| progress.rollout(p)).with_context(|| {
         format!("training stopped; the last complete checkpoint is in {}", out.join("checkpoints").display())

@@ -164,6 +164,56 @@ fn a_recipe_with_both_devices_trains_and_bad_devices_are_named() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `[senior] dtype = "bf16"` trains in mixed precision (the checkpoint's weights stay
+/// f32), `[junior] dtype = "bf16"` casts the frozen junior; a precision that does not
+/// exist is refused with the ones that do.
+#[test]
+fn mixed_precision_from_the_recipe_trains_and_checkpoints_f32() {
+    let dir = temp("dtype");
+    let model = tiny_model(&dir);
+    let config = recipe(&dir, &model, "trlvr", 2);
+    let c = config.to_str().unwrap();
+    let out = dir.join("run");
+    let (code, text) = trlvr(&[
+        "train",
+        "--config",
+        c,
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "senior.dtype=bf16",
+        "--set",
+        "junior.dtype=bf16",
+    ]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("bf16"), "the run says it computes in bf16: {text}");
+    let metrics = lines(&out.join("metrics.jsonl"));
+    assert_eq!(metrics.len(), 2);
+    assert!(metrics.iter().all(|m| m["loss"].as_f64().is_some_and(f64::is_finite)));
+    let resolved = std::fs::read_to_string(out.join("config.toml")).unwrap();
+    assert!(resolved.matches("dtype = \"bf16\"").count() == 2, "{resolved}");
+    // The safetensors header: every tensor of the checkpoint is F32.
+    let bytes = std::fs::read(out.join("checkpoints/step-000002/model.safetensors")).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let dtypes: Vec<&str> = header
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| *k != "__metadata__")
+        .map(|(_, v)| v["dtype"].as_str().unwrap())
+        .collect();
+    assert!(!dtypes.is_empty() && dtypes.iter().all(|&d| d == "F32"), "{dtypes:?}");
+
+    let bad = dir.join("bad");
+    let (code, text) =
+        trlvr(&["train", "--config", c, "--out", bad.to_str().unwrap(), "--set", "senior.dtype=fp8"]);
+    assert_ne!(code, 0);
+    assert!(text.contains("fp8") && text.contains("bf16"), "{text}");
+    assert!(!bad.join("config.toml").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A partner plugin named in the recipe plays the junior: `tempered-junior` at T = 1
 /// without noise is the self-paired junior itself (same samples and metrics as the plain
 /// run), and at T = 50 it writes other tokens; `path` with `partner` is refused.

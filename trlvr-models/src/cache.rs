@@ -10,7 +10,7 @@
 use std::ops::Range;
 
 use burn::prelude::*;
-use burn::tensor::IndexingUpdateOp;
+use burn::tensor::{DType, IndexingUpdateOp};
 
 /// The smallest capacity a cache allocates, in slots.
 const MIN_CAPACITY: usize = 64;
@@ -96,6 +96,7 @@ impl KvCache {
         layers: usize,
         kv_heads: usize,
         head_dim: usize,
+        dtype: DType,
         device: &Device,
     ) {
         if slots <= self.capacity && self.layers.len() == layers {
@@ -106,7 +107,7 @@ impl KvCache {
         let old = std::mem::take(&mut self.layers);
         let used = self.lens.iter().copied().max().unwrap_or(0);
         let grow = |x: Option<Tensor<4>>| {
-            let fresh = Tensor::zeros(shape, device);
+            let fresh = Tensor::zeros(shape, (device, dtype));
             match x {
                 Some(x) if used > 0 => {
                     let keep = x.slice([0..shape[0], 0..kv_heads, 0..used, 0..head_dim]);
@@ -383,12 +384,12 @@ mod tests {
         let device = Device::default();
         let mut cache = KvCache::new(2);
         let ones = |t| Tensor::<4>::ones([2, 1, t, 2], &device);
-        cache.reserve(3, 1, 1, 2, &device);
+        cache.reserve(3, 1, 1, 2, DType::F32, &device);
         assert_eq!(cache.capacity(), MIN_CAPACITY);
         cache.write_and_read(0, ones(3), ones(3) * 2.0, 3);
         cache.advance(&[3, 1]);
         // Row 1 writes at slot 1, row 0 at slot 3.
-        cache.reserve(MIN_CAPACITY + 1, 1, 1, 2, &device);
+        cache.reserve(MIN_CAPACITY + 1, 1, 1, 2, DType::F32, &device);
         assert_eq!(cache.capacity(), 2 * MIN_CAPACITY);
         let (k, _) = cache.write_and_read(0, ones(1) * 5.0, ones(1), 4);
         let k: Vec<f32> = k.slice([0..2, 0..1, 0..4, 0..1]).into_data().try_to_vec().unwrap();

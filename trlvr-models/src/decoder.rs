@@ -7,8 +7,10 @@
 //! the Hugging Face tensor names, so `model.layers.3.self_attn.q_proj.weight` is
 //! `layers[3].self_attn.q_proj.weight` (transposed: Burn stores `Linear` as `[in, out]`).
 
+use burn::module::Param;
 use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig, RmsNorm, RmsNormConfig};
 use burn::prelude::*;
+use burn::tensor::DType;
 use burn::tensor::activation::silu;
 
 use crate::attention::{QUERY_BLOCK, attend};
@@ -80,6 +82,10 @@ pub struct Decoder {
     /// Queries per attention block ([`attend`]).
     #[module(skip)]
     pub(crate) query_block: usize,
+    /// The forward pass's dtype when it differs from the weights'
+    /// ([`Decoder::with_compute_dtype`]).
+    #[module(skip)]
+    pub(crate) compute: Option<DType>,
 }
 
 impl ModelConfig {
@@ -121,6 +127,7 @@ impl ModelConfig {
             lm_head: (!self.tie_word_embeddings).then(|| linear(h, self.vocab_size, false)),
             config: self.clone(),
             query_block: QUERY_BLOCK,
+            compute: None,
         }
     }
 }
@@ -152,9 +159,19 @@ fn project(x: Tensor<3>, weight: Tensor<2>, bias: Option<Tensor<1>>) -> Tensor<3
     y.reshape([b, t, out])
 }
 
-/// [`project`] through a [`Linear`] layer.
+/// [`project`] through a [`Linear`] layer, its weights cast to `x`'s dtype (a no-op
+/// unless the decoder computes in another dtype than its weights').
 fn linear(layer: &Linear, x: Tensor<3>) -> Tensor<3> {
-    project(x, layer.weight.val(), layer.bias.as_ref().map(|b| b.val()))
+    let dtype = x.dtype();
+    project(x, layer.weight.val().cast(dtype), layer.bias.as_ref().map(|b| b.val().cast(dtype)))
+}
+
+/// [`RmsNorm::forward`] with the gain cast to `x`'s dtype: the mean square in f32, the
+/// division and the gain in `x`'s dtype.
+fn norm<const D: usize>(layer: &RmsNorm, x: Tensor<D>) -> Tensor<D> {
+    let dtype = x.dtype();
+    let rms = (x.clone().cast(DType::F32).square().mean_dim(D - 1) + layer.epsilon).sqrt();
+    (x / rms.cast(dtype)) * layer.gamma.val().cast(dtype).unsqueeze()
 }
 
 /// Where the real tokens of a right-padded `[batch, seq]` batch sit, so that the
@@ -261,11 +278,11 @@ impl Attention {
 
         // 2. Qwen3: RMSNorm each query and key head, before RoPE.
         let q = match &self.q_norm {
-            Some(norm) => norm.forward(q),
+            Some(n) => norm(n, q),
             None => q,
         };
         let k = match &self.k_norm {
-            Some(norm) => norm.forward(k),
+            Some(n) => norm(n, k),
             None => k,
         };
 
@@ -370,13 +387,14 @@ impl Decoder {
             return Err(Error::ContextTooLong { length, max });
         }
         let positions: Vec<Vec<usize>> = past.iter().map(|&p| (p..p + t).collect()).collect();
-        let rope = Rope::new(&positions, cfg.head_dim, cfg.rope_theta, &device);
+        let mut rope = Rope::new(&positions, cfg.head_dim, cfg.rope_theta, &device);
 
         // 2. Room in the cache for every row's `t` new slots; the attention reads the
         // first `width` of them.
         let width = past.iter().map(|p| p + t).max().unwrap_or(t);
         if let Some(cache) = cache.as_deref_mut() {
-            cache.reserve(width, self.layers.len(), cfg.num_key_value_heads, cfg.head_dim, &device);
+            let dtype = self.compute.unwrap_or_else(|| self.embed_tokens.weight.val().dtype());
+            cache.reserve(width, self.layers.len(), cfg.num_key_value_heads, cfg.head_dim, dtype, &device);
         }
         let mask = CausalMask::new(&past, cfg.group_size(), t, width).with_whole(self.query_block, &device);
 
@@ -384,6 +402,11 @@ impl Decoder {
         // tokens, [1, tokens, hidden], outside the attention.
         let packing = Packing::new(lengths, t, &device);
         let mut x = self.embed_tokens.forward(tokens);
+        if let Some(dtype) = self.compute {
+            x = x.cast(dtype);
+        }
+        // The tables in the activations' dtype (bf16 weights on an f32 device give bf16).
+        rope = rope.cast(x.dtype());
         if let Some(p) = &packing {
             x = p.pack(x);
         }
@@ -391,7 +414,7 @@ impl Decoder {
         // 4. The blocks.
         for (l, layer) in self.layers.iter().enumerate() {
             let attn = layer.self_attn.forward(
-                layer.input_layernorm.forward(x.clone()),
+                norm(&layer.input_layernorm, x.clone()),
                 &rope,
                 &mask,
                 self.query_block,
@@ -399,26 +422,30 @@ impl Decoder {
                 packing.as_ref(),
             );
             x = x + attn;
-            x = x.clone() + layer.mlp.forward(layer.post_attention_layernorm.forward(x));
+            x = x.clone() + layer.mlp.forward(norm(&layer.post_attention_layernorm, x));
         }
         if let Some(cache) = cache {
             cache.advance(lengths);
         }
 
         // 5. Final norm, back in the padded layout.
-        let x = self.norm.forward(x);
+        let x = norm(&self.norm, x);
         Ok(match &packing {
             Some(p) => p.unpack(x),
             None => x,
         })
     }
 
-    /// The LM head's matrix, `[hidden, vocab]` (the transposed embedding when tied); the
-    /// head has no bias in any supported family.
+    /// The LM head's matrix, `[hidden, vocab]` (the transposed embedding when tied), in
+    /// the compute dtype; the head has no bias in any supported family.
     pub fn head_weight(&self) -> Tensor<2> {
-        match &self.lm_head {
+        let weight = match &self.lm_head {
             Some(head) => head.weight.val(),
             None => self.embed_tokens.weight.val().transpose(),
+        };
+        match self.compute {
+            Some(dtype) => weight.cast(dtype),
+            None => weight,
         }
     }
 
@@ -429,8 +456,44 @@ impl Decoder {
     pub fn lm_head(&self, x: Tensor<3>) -> Tensor<3> {
         match &self.lm_head {
             Some(head) => linear(head, x),
-            None => project(x, self.embed_tokens.weight.val().transpose(), None),
+            None => project(x, self.head_weight(), None),
         }
+    }
+
+    /// Runs the forward pass in `dtype` (bf16 or f16) whatever the weights' dtype: the
+    /// embedding's output, the activations, the matmuls and the KV cache are `dtype`, each
+    /// weight cast to it where it is used (autodiff casts its gradient back); the norms'
+    /// mean square, the attention softmax and the log-probs stay f32. With f32 weights
+    /// this is mixed precision: weights, gradients and the optimizer's moments stay f32
+    /// (master weights), so an update of 1e-6 is not rounded away as it would be on bf16
+    /// weights. `DType::F32` (or the weights' own dtype) turns it off.
+    #[must_use]
+    pub fn with_compute_dtype(mut self, dtype: DType) -> Self {
+        self.compute = (dtype != self.embed_tokens.weight.val().dtype()).then_some(dtype);
+        self
+    }
+
+    /// The forward pass's dtype when it differs from the weights' ([`Self::with_compute_dtype`]).
+    pub fn compute_dtype(&self) -> Option<DType> {
+        self.compute
+    }
+
+    /// Every weight cast to the compute dtype, for a copy that never trains (the junior,
+    /// the senior's rollout copy): the forward then casts nothing, and the weights take
+    /// that dtype's memory. Unchanged without a compute dtype.
+    #[must_use]
+    pub fn with_weights_in_compute_dtype(self) -> Self {
+        let Some(dtype) = self.compute else { return self };
+        struct Cast(DType);
+        impl burn::module::ModuleMapper for Cast {
+            fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+                let dtype = self.0;
+                param.map(|t| t.cast(dtype))
+            }
+        }
+        let mut cast = self.map(&mut Cast(dtype));
+        cast.compute = None;
+        cast
     }
 }
 

@@ -330,5 +330,6 @@ fn build(config: &ModelConfig, w: &mut Taker<'_>) -> Result<Decoder> {
         lm_head,
         config: config.clone(),
         query_block: crate::attention::QUERY_BLOCK,
+        compute: None,
     })
 }

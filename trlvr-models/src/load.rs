@@ -231,5 +231,6 @@ fn build(config: &ModelConfig, w: &mut Weights<'_>) -> Decoder {
         lm_head: (!config.tie_word_embeddings).then(|| w.linear("lm_head", h, config.vocab_size, false)),
         config: config.clone(),
         query_block: crate::attention::QUERY_BLOCK,
+        compute: None,
     }
 }

@@ -191,6 +191,12 @@ impl Partner for Decoder {
 }
 
 impl Policy for Decoder {
+    /// With a compute dtype, the copy holds its weights in it
+    /// ([`Decoder::with_weights_in_compute_dtype`]).
+    fn frozen(&self) -> Self {
+        self.valid().with_weights_in_compute_dtype()
+    }
+
     fn log_probs(&self, batch: &TokenBatch, temperature: f32) -> trlvr::Result<Tensor<2>> {
         let from = vec![0; batch.rows().len()];
         Ok(self.chunked_log_probs(batch, temperature, &from)?)

@@ -48,6 +48,12 @@ impl Rope {
         }
     }
 
+    /// The tables in `dtype`, for queries and keys computed in it.
+    #[must_use]
+    pub fn cast(self, dtype: burn::tensor::DType) -> Self {
+        Self { cos: self.cos.cast(dtype), sin: self.sin.cast(dtype) }
+    }
+
     /// Rotates queries or keys: `x * cos + rotate_half(x) * sin`.
     ///
     /// # Shapes

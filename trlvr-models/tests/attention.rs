@@ -7,7 +7,7 @@
 
 use burn::prelude::*;
 use burn::tensor::activation::softmax;
-use burn::tensor::{Distribution, GradientCheckpointingStrategy};
+use burn::tensor::{DType, Distribution, GradientCheckpointingStrategy};
 use trlvr_models::attention::attend;
 use trlvr_models::cache::CausalMask;
 
@@ -146,5 +146,30 @@ fn inference_and_training_forward_agree() {
         );
         let diff = max_diff(plain, tracked);
         assert!(diff < TOLERANCE, "block {block}: forward differs by {diff}");
+    }
+}
+
+/// bf16 queries, keys and values (a decoder computing in bf16): a bf16 output, and
+/// output and gradients within bf16's rounding of the f32 reference.
+#[test]
+fn bf16_inputs_get_bf16_gradients_within_rounding_of_f32() {
+    let case = Case { past: vec![0, 0], heads: 4, kv_heads: 2, t: 9, hd: 4 };
+    let device = Device::flex().autodiff();
+    let data = |heads: usize, len: usize| {
+        Tensor::<4>::random([2, heads, len, case.hd], Distribution::Normal(0.0, 1.0), &Device::flex())
+    };
+    let inputs = [data(4, 9), data(2, 9), data(2, 9), data(4, 9)];
+    // The reference sees the bf16-rounded inputs, so only the computation differs.
+    let rounded = inputs.clone().map(|x| x.cast(DType::BF16).cast(DType::F32));
+    let want = run(&device, &rounded, |q, k, v| case.reference(q, k, v));
+    let got = run(&device, &rounded, |q, k, v| {
+        let out = attend(q.cast(DType::BF16), k.cast(DType::BF16), v.cast(DType::BF16), &case.mask(), 2);
+        assert_eq!(out.dtype(), DType::BF16);
+        out.cast(DType::F32)
+    });
+    for (what, (g, w)) in ["output", "dq", "dk", "dv"].iter().zip(got.into_iter().zip(want)) {
+        let scale = w.clone().abs().max().into_scalar::<f32>().max(1.0);
+        let diff = max_diff(g, w) / scale;
+        assert!(diff > 0.0 && diff < 0.03, "{what}: relative difference {diff}");
     }
 }

@@ -194,6 +194,13 @@ pub trait Policy: Partner + Module {
         let values = log_probs.clone().detach();
         Ok(Scored::new(values, move |upstream| (log_probs * upstream).sum()))
     }
+
+    /// A copy that records no gradients, to write rollouts and score π_old with. The
+    /// default is [`Module::valid`]; a model that computes in a lower precision than its
+    /// weights converts them here, once per step instead of at every decode step.
+    fn frozen(&self) -> Self {
+        self.valid()
+    }
 }
 
 /// Log-probs `[batch, width]` computed without a graph, and how to get their gradient:

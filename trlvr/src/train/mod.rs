@@ -460,7 +460,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
 /// The senior's gradient-free copy that writes rollouts: decoding through it can never
 /// record an autodiff graph.
 fn rollout_copy<P: Policy>(senior: &P) -> Result<P> {
-    let copy = senior.valid();
+    let copy = senior.frozen();
     if copy.device().is_autodiff() {
         return Err(Error::Config("the rollout copy of the senior still records gradients".into()));
     }

@@ -157,7 +157,7 @@ fn old_log_probs<P: Policy>(
     inputs: &Inputs<'_>,
     minis: &mut [MiniBatch],
 ) -> Result<()> {
-    let copy = senior.valid();
+    let copy = senior.frozen();
     let t = c.sampling.temperature;
     for (m, mini) in minis.iter_mut().enumerate() {
         for micro in &mut mini.micros {
