@@ -15,6 +15,8 @@
 //! - `scored`: the trainer's path, [`Policy::scored_from`] (values without a graph, the LM
 //!   head's gradient formed chunk by chunk once the loss's gradient is known), every
 //!   position scored; `scored ckpt` the same on the checkpointed device;
+//! - `scored layers`: `scored` with per-layer checkpointing
+//!   (`Decoder::with_layer_checkpointing`, the recipe's `[senior] layer_checkpointing`);
 //! - `full`: the first path, full-vocabulary logits and their log-softmax at every
 //!   position and the attention as one block (which autodiff differentiates as plain
 //!   ops, keeping its `[t, t]` probabilities).
@@ -74,9 +76,9 @@ fn main() {
     let config = shapes::qwen3("narrow");
     let full_4096 = std::env::var("TRLVR_BENCH_FULL_4096").is_ok_and(|v| v == "1");
     println!(
-        "| length | chunked peak MiB | response half MiB | checkpointed MiB | scored MiB | scored ckpt MiB | full peak MiB |"
+        "| length | chunked peak MiB | response half MiB | checkpointed MiB | scored MiB | scored ckpt MiB | scored layers MiB | full peak MiB |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     for length in [512usize, 1024, 2048, 4096] {
         let tokens: Vec<u32> = (0..length).map(|i| ((i * 7919 + 13) % config.vocab_size) as u32).collect();
         let batch = TokenBatch::new(vec![tokens], 0).unwrap();
@@ -91,14 +93,17 @@ fn main() {
             let grads = model.log_probs_from(&batch, 1.0, &[length / 2]).unwrap().sum().backward();
             drop(grads);
         });
-        // The trainer: the loss's gradient w.r.t. the log-probs (here all ones) goes to the
-        // surrogate.
+        // The trainer: the loss's gradient w.r.t. the log-probs (here all ones) becomes the
+        // parameters' gradients.
         let trainer_step = |model: &Decoder| {
             let scored = model.scored_from(&batch, 1.0, &[0]).unwrap();
             let upstream = scored.values.ones_like();
-            drop(scored.surrogate(upstream).backward());
+            drop(scored.gradients(upstream, model).unwrap());
         };
         let scored = peak_of(|| trainer_step(&model));
+        let layered = model.clone().with_layer_checkpointing(true);
+        let scored_layers = peak_of(|| trainer_step(&layered));
+        drop(layered);
         checkpointing.seed(0);
         let checkpointed_model = config.init(&checkpointing);
         let checkpointed = peak_of(|| {
@@ -120,7 +125,7 @@ fn main() {
             "skipped".into()
         };
         println!(
-            "| {length} | {chunked:.0} | {response:.0} | {checkpointed:.0} | {scored:.0} | {scored_ckpt:.0} | {full} |"
+            "| {length} | {chunked:.0} | {response:.0} | {checkpointed:.0} | {scored:.0} | {scored_ckpt:.0} | {scored_layers:.0} | {full} |"
         );
     }
 
@@ -129,9 +134,9 @@ fn main() {
     let config = shapes::qwen3("deep-small-vocab");
     println!();
     println!(
-        "| length (4 layers, hidden 256, vocab 512) | plain MiB | checkpointed MiB | scored ckpt MiB | scored bf16 MiB | scored bf16 ckpt MiB |"
+        "| length (4 layers, hidden 256, vocab 512) | plain MiB | checkpointed MiB | scored ckpt MiB | scored bf16 MiB | scored bf16 ckpt MiB | scored layers MiB | scored layers bf16 MiB |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     for length in [512usize, 1024, 2048] {
         let tokens: Vec<u32> = (0..length).map(|i| ((i * 7919 + 13) % config.vocab_size) as u32).collect();
         let batch = TokenBatch::new(vec![tokens], 0).unwrap();
@@ -143,15 +148,19 @@ fn main() {
             peak_of(|| {
                 let scored = model.scored_from(&batch, 1.0, &[0]).unwrap();
                 let upstream = scored.values.ones_like();
-                drop(scored.surrogate(upstream).backward());
+                drop(scored.gradients(upstream, model).unwrap());
             })
         };
         let scored_ckpt = scored(&config.init(&checkpointing));
         // Mixed precision: f32 weights, the forward in bf16 (`[senior] dtype = "bf16"`).
         let [mixed, mixed_ckpt] =
             [&device, &checkpointing].map(|d| scored(&config.init(d).with_compute_dtype(DType::BF16)));
+        // Per-layer checkpointing (`[senior] layer_checkpointing = true`), f32 and mixed.
+        let layers = config.init(&device).with_layer_checkpointing(true);
+        let [layers, layers_mixed] =
+            [layers.clone(), layers.with_compute_dtype(DType::BF16)].map(|m| scored(&m));
         println!(
-            "| {length} | {plain:.0} | {checkpointed:.0} | {scored_ckpt:.0} | {mixed:.0} | {mixed_ckpt:.0} |"
+            "| {length} | {plain:.0} | {checkpointed:.0} | {scored_ckpt:.0} | {mixed:.0} | {mixed_ckpt:.0} | {layers:.0} | {layers_mixed:.0} |"
         );
     }
 }

@@ -8,7 +8,7 @@
 //!
 //! Measured 2026-12-01 (flex, 2 cores), second step, resident / peak above it, MiB:
 //! narrow 1 x 1024 (768): 113 / 489; qwen3-0.6b 1 x 1024 (896): 6823 / 5876 (64 s
-//! forward+backward, 2.7 s AdamW).
+//! forward+backward, 2.7 s AdamW), with `--layers` 6823 / 3470 (73 s).
 //!
 //! ```sh
 //! cargo bench --bench paper_step -- --shape narrow --length 1024 --response 768
@@ -16,7 +16,9 @@
 //!     --rows 2 --length 3300 --response 3000 --checkpointing
 //! ```
 //! Shapes: `narrow` (1 layer, hidden 64, the Qwen3 vocabulary), `qwen3-0.6b`,
-//! `qwen3-1.7b`, `qwen3-4b`. `--bf16`: mixed precision (`Decoder::with_compute_dtype`).
+//! `qwen3-1.7b`, `qwen3-4b`. `--bf16`: mixed precision (`Decoder::with_compute_dtype`);
+//! `--layers`: per-layer checkpointing (`Decoder::with_layer_checkpointing`) instead of
+//! Burn's (`--checkpointing`).
 #![allow(clippy::print_stdout, missing_docs)]
 #![allow(unsafe_code)] // the counting allocator: an `unsafe impl` forwarding to `System`
 
@@ -60,6 +62,8 @@ fn main() {
     let response: usize = arg(&args, "--response", length * 3 / 4);
     let checkpointing = args.iter().any(|a| a == "--checkpointing");
     let bf16 = args.iter().any(|a| a == "--bf16");
+    let layers = args.iter().any(|a| a == "--layers");
+    assert!(!(layers && checkpointing), "--layers replaces --checkpointing");
     assert!(0 < response && response < length, "--response must be in 1..length");
 
     let base = trlvr::device::parse_device(&device_name).expect("--device");
@@ -71,12 +75,14 @@ fn main() {
     if bf16 {
         senior = senior.with_compute_dtype(DType::BF16);
     }
+    senior = senior.with_layer_checkpointing(layers);
     // Burn initialises parameters lazily: make the weights exist before measuring.
     senior.visit(&mut Materialise);
     println!(
-        "{shape_name}: {:.2}B parameters on {device_name}{}{}, init {:.1} s",
+        "{shape_name}: {:.2}B parameters on {device_name}{}{}{}, init {:.1} s",
         senior.num_params() as f64 / 1e9,
         if checkpointing { " (gradient checkpointing)" } else { "" },
+        if layers { " (per-layer checkpointing)" } else { "" },
         if bf16 { " (bf16 forward, f32 weights)" } else { "" },
         start.elapsed().as_secs_f64()
     );
@@ -106,7 +112,7 @@ fn main() {
     let mut optimizer = AdamWConfig::new().with_weight_decay(0.01).init();
     let on_cpu = device_name.starts_with("flex") || device_name == "cpu";
     println!(
-        "| shape | rows x length (response) | checkpointing | step | forward+backward s | AdamW s | CPU resident before MiB | CPU peak above it MiB |"
+        "| shape | rows x length (response) | checkpointing, precision | step | forward+backward s | AdamW s | CPU resident before MiB | CPU peak above it MiB |"
     );
     println!("|---|---|---|---:|---:|---:|---:|---:|");
     // Step 1 creates AdamW's moments; step 2 is every later step (weights and moments
@@ -131,14 +137,21 @@ fn main() {
             (senior, (backward, start.elapsed().as_secs_f64() - backward))
         });
         senior = Some(next);
+        let kind = match (layers, checkpointing) {
+            (true, _) => "per layer",
+            (_, true) => "Burn's",
+            _ => "none",
+        };
         let (resident, peak) = if on_cpu {
             (format!("{resident:.0}"), format!("{peak:.0}"))
         } else {
             ("n/a (GPU)".into(), "n/a (GPU)".into())
         };
         println!(
-            "| {shape_name} | {rows} x {length} ({response}) | {checkpointing} | {step} | {:.2} | {:.2} | {resident} | {peak} |",
-            seconds.0, seconds.1
+            "| {shape_name} | {rows} x {length} ({response}) | {kind}{} | {step} | {:.2} | {:.2} | {resident} | {peak} |",
+            if bf16 { ", bf16" } else { "" },
+            seconds.0,
+            seconds.1
         );
     }
 }

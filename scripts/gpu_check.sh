@@ -7,9 +7,9 @@
 # the rollout bench at batch 64 on a self-paired Qwen3-0.6B-shaped pair with random
 # weights on the GPU (solo vs the release's eager tandem vs trlvr's), the recomputed
 # attention's gradients on the GPU against autodiff of one full matrix, and one training
-# step of a Qwen3-4B-shaped senior (random weights) at the plan's largest micro-batch
-# (2 rows of 3,300 tokens, 3,000 of response, gradient checkpointing; in f32, then in
-# mixed precision) while sampling the GPU's memory, against the plan's prediction.
+# step of a Qwen3-4B-shaped senior (random weights) at the 4B recipes' micro-batch (16 rows
+# of 3,300 tokens, 3,000 of response, per-layer checkpointing; the plan allows 25; in f32,
+# then in mixed precision) while sampling the GPU's memory, against the plan's prediction.
 # Always: the transformers parity and chunked
 # log-prob/attention tests, the CPU memory bench, the memory plan, and the training step
 # of the narrow model on the CPU with its measured peak against the plan's.
@@ -51,8 +51,9 @@ if [[ -n "$GPU" ]]; then
         cargo test --release -p trlvr-models --features "$FEATURE" --test backend_smoke --test attention --test mixed
     step rollout-b64-qwen3-0.6b 150 cargo bench --features "$FEATURE" --bench rollout -- \
         --batch 64 --quick --shape qwen3-0.6b --device "$DEVICE"
-    # One Qwen3-4B-shaped training step (2 rows of 3,300 tokens, checkpointed) with the
-    # GPU's memory sampled every 100 ms: f32, then mixed precision (--bf16).
+    # One Qwen3-4B-shaped training step as the 4B recipes run it (16 rows of 3,300 tokens,
+    # per-layer checkpointing) with the GPU's memory sampled every 100 ms: f32, then mixed
+    # precision (--bf16).
     gpu_step() {
         local name=$1 predicted=$2
         shift 2
@@ -61,7 +62,7 @@ if [[ -n "$GPU" ]]; then
         nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 -lms 100 >"$LOGS/$name-memory.csv" &
         local sampler=$!
         step "$name" 200 cargo bench --features "$FEATURE" --bench paper_step -- \
-            --device "$DEVICE" --shape qwen3-4b --rows 2 --length 3300 --response 3000 --checkpointing "$@"
+            --device "$DEVICE" --shape qwen3-4b --rows 16 --length 3300 --response 3000 --layers "$@"
         kill "$sampler" 2>/dev/null
         peak=$(sort -n "$LOGS/$name-memory.csv" | tail -n 1)
         if [[ -n "$peak" ]]; then
@@ -70,8 +71,8 @@ if [[ -n "$GPU" ]]; then
             SUMMARY+=("$name: no GPU memory samples (nvidia-smi -lms wrote nothing)")
         fi
     }
-    gpu_step train-step-qwen3-4b "$(python3 scripts/memory_plan.py --predict qwen3-4b 2 3300 3000 ckpt)"
-    gpu_step train-step-qwen3-4b-bf16 "$(python3 scripts/memory_plan.py --predict qwen3-4b 2 3300 3000 ckpt bf16)" --bf16
+    gpu_step train-step-qwen3-4b "$(python3 scripts/memory_plan.py --predict qwen3-4b 16 3300 3000 layers)"
+    gpu_step train-step-qwen3-4b-bf16 "$(python3 scripts/memory_plan.py --predict qwen3-4b 16 3300 3000 layers bf16)" --bf16
 else
     SUMMARY+=("GPU: none; CPU parts only")
 fi

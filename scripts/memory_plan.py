@@ -29,6 +29,13 @@ CKPT_BODY = 0.57      # layer activations kept, checkpointed / plain (deep model
 # weight's bf16 copy (2 bytes per parameter) lives through backward.
 MIXED_BODY = 0.63
 MIXED_CKPT_BODY = 0.43
+# Per-layer checkpointing (`[senior] layer_checkpointing`): every block's input is kept
+# (d floats per token and layer, in the compute dtype) and one block's activations exist at a
+# time, with its backward's transients: LAYER_SCALE * act_per_token per token, or LAYER_MIXED
+# * act_per_token in mixed precision (deep model, slopes 1024->2048 of `scored layers` and
+# `scored layers bf16`, less the saved inputs).
+LAYER_SCALE = 1.44
+LAYER_MIXED = 1.04
 CKPT_PER_VOCAB = 7.96  # KEPT_PER_VOCAB when checkpointed: more, not less (narrow model, slope 2048->4096)
 # The trainer's path (Policy::scored_from): nothing vocabulary-wide is kept per position;
 # backward keeps dL/dh ([T, d]) and dL/dW ([d, V]) and, per chunk, a few [CHUNK, V] tensors.
@@ -55,23 +62,27 @@ def act_per_token(m):
     return 4 * (6 * m["d"] + 3 * m["h"] * m["hd"] + 4 * m["kv"] * m["hd"] + 4 * m["I"])
 
 
-def micro_batch(m, rows, length, scored, checkpoint=False, lean=True, mixed=False):
+def micro_batch(m, rows, length, scored, checkpoint=False, lean=True, mixed=False, layers=False):
     """Peak bytes of forward + backward of `rows` rows (weights and optimizer excluded).
     `lean`: the trainer's path (Policy::scored_from); otherwise Policy::log_probs_from's
-    autodiff through each chunk. `mixed`: bf16 forward on f32 weights."""
+    autodiff through each chunk. `mixed`: bf16 forward on f32 weights. `layers`: per-layer
+    checkpointing (instead of `checkpoint`, Burn's)."""
     act_layer = (ACT_SCALE * act_per_token(m) + 4 * m["h"]) * length
     if mixed:
         share = MIXED_CKPT_BODY if checkpoint else MIXED_BODY
     else:
         share = CKPT_BODY if checkpoint else 1.0
     body = rows * m["L"] * act_layer * share
+    if layers:
+        saved = m["L"] * m["d"] * (2 if mixed else 4) * length
+        body = rows * (saved + (LAYER_MIXED if mixed else LAYER_SCALE) * act_per_token(m) * length)
     attention = rows * ATTN_TRANSIENT * m["h"] * min(QUERY_BLOCK, length) * length * 4
     if lean:
         logits = rows * length * m["d"] * 4 + m["d"] * m["V"] * 4 + LEAN_TRANSIENT_CHUNKS * CHUNK * m["V"] * 4
     else:
         per_vocab = CKPT_PER_VOCAB if checkpoint else KEPT_PER_VOCAB
         logits = rows * scored * per_vocab * m["V"] + TRANSIENT_CHUNKS * CHUNK * m["V"] * 4
-    grads = 4 * m["P"] + (2 * m["P"] if mixed else 0)
+    grads = 4 * m["P"] + (2 * m["P"] if mixed and not layers else 0)
     return body + attention + logits + grads
 
 
@@ -89,12 +100,12 @@ SHAPE_NAMES = {"narrow": "narrow", "qwen3-0.6b": "Qwen3-0.6B", "qwen3-1.7b": "Qw
 
 
 def predict(argv):
-    """`--predict SHAPE ROWS LENGTH SCORED [ckpt] [bf16]`: the peak of one training step
-    (benches/paper_step.rs), weights and AdamW state included, in GB and MiB."""
+    """`--predict SHAPE ROWS LENGTH SCORED [ckpt|layers] [bf16]`: the peak of one training
+    step (benches/paper_step.rs), weights and AdamW state included, in GB and MiB."""
     name, rows, length, scored = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
-    ckpt, mixed = "ckpt" in argv[4:], "bf16" in argv[4:]
+    ckpt, layers, mixed = "ckpt" in argv[4:], "layers" in argv[4:], "bf16" in argv[4:]
     m = SHAPES[SHAPE_NAMES[name]]
-    step = micro_batch(m, rows, length, scored, ckpt, mixed=mixed)
+    step = micro_batch(m, rows, length, scored, ckpt, mixed=mixed, layers=layers)
     total = state(m) + step
     print(f"predicted: {total / 1e9:.1f} GB in all ({state(m) / 1e9:.1f} GB weights + AdamW, "
           f"{step / MIB:.0f} MiB for the micro-batch above them)")
@@ -119,32 +130,39 @@ def main():
         print(f"| {t} | {pa / MIB:.0f} / {a} | {ph / MIB:.0f} / {h} | {pc / MIB:.0f} / {c} "
               f"| {ps / MIB:.0f} / {s} | {psc / MIB:.0f} / {sc} |")
     print("\nDeep model (4 layers, hidden 256, MLP 1024, vocabulary 512), one row, all scored:\n")
-    print("| length | plain | checkpointed | trainer, bf16 mixed | trainer, bf16 mixed, checkpointed |")
-    print("|---:|---:|---:|---:|---:|")
-    deep = {512: (89, 58, 70, 54), 1024: (161, 98, 115, 84), 2048: (304, 179, 205, 143)}
-    for t, (a, c, x, xc) in deep.items():
-        pa, pc = micro_batch(DEEP, 1, t, t - 1, lean=False), micro_batch(DEEP, 1, t, t - 1, True, lean=False)
-        px, pxc = micro_batch(DEEP, 1, t, t - 1, mixed=True), micro_batch(DEEP, 1, t, t - 1, True, mixed=True)
-        print(f"| {t} | {pa / MIB:.0f} / {a} | {pc / MIB:.0f} / {c} | {px / MIB:.0f} / {x} | {pxc / MIB:.0f} / {xc} |")
+    print("| length | plain | checkpointed | trainer, bf16 mixed | trainer, bf16 mixed, checkpointed "
+          "| trainer, per layer | trainer, per layer, bf16 mixed |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    deep = {512: (89, 58, 70, 54, 50, 30), 1024: (161, 98, 115, 84, 71, 46), 2048: (304, 179, 205, 143, 114, 76)}
+    for t, measured in deep.items():
+        predicted = [
+            micro_batch(DEEP, 1, t, t - 1, lean=False), micro_batch(DEEP, 1, t, t - 1, True, lean=False),
+            micro_batch(DEEP, 1, t, t - 1, mixed=True), micro_batch(DEEP, 1, t, t - 1, True, mixed=True),
+            micro_batch(DEEP, 1, t, t - 1, layers=True), micro_batch(DEEP, 1, t, t - 1, mixed=True, layers=True),
+        ]
+        cells = " | ".join(f"{p / MIB:.0f} / {x}" for p, x in zip(predicted, measured))
+        print(f"| {t} | {cells} |")
 
     gpu = 141e9
     # Rows of a 300-token prompt and a 3,000-token response; the trainer scores the response.
     t, scored, rollouts = 3300, 3000, 128
     print("\n## Qwen3 at the paper's settings (rows of 3,300 tokens, 3,000 scored; 141 GB GPU)\n")
-    print("| model | params | weights+Adam GB | per row GB (no ckpt) | per row GB (ckpt) | per row GB (bf16 mixed, ckpt) "
-          "| largest micro-batch (no ckpt) | (ckpt) | (bf16 mixed, ckpt) | KV cache 128 rows f32 GB | bf16 GB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    settings = [("none", {}), ("Burn's", dict(checkpoint=True)), ("Burn's, bf16", dict(checkpoint=True, mixed=True)),
+                ("per layer", dict(layers=True)), ("per layer, bf16", dict(layers=True, mixed=True))]
+    print("Per row GB / largest micro-batch, by checkpointing and precision:\n")
+    print("| model | params | weights+Adam GB | " + " | ".join(name for name, _ in settings)
+          + " | KV cache 128 rows f32 GB | bf16 GB |")
+    print("|---|---:|---:|" + "---:|" * len(settings) + "---:|---:|")
     for name, m in MODELS.items():
         fixed = state(m)
 
-        def fits(ckpt, mixed=False):
-            row = micro_batch(m, 1, t, scored, ckpt, mixed=mixed) - micro_batch(m, 0, t, scored, ckpt, mixed=mixed)
-            base = fixed + micro_batch(m, 0, t, scored, ckpt, mixed=mixed)
-            return row, max(0, int((gpu - base) // row))
-        (row, fit), (row_ck, fit_ck), (row_x, fit_x) = fits(False), fits(True), fits(True, True)
+        def fits(kw):
+            row = micro_batch(m, 1, t, scored, **kw) - micro_batch(m, 0, t, scored, **kw)
+            base = fixed + micro_batch(m, 0, t, scored, **kw)
+            return f"{row / 1e9:.1f} / {max(0, int((gpu - base) // row))}"
         kv = kv_cache(m, rollouts, t)
-        print(f"| {name} | {m['P'] / 1e9:.2f}B | {fixed / 1e9:.1f} | {row / 1e9:.1f} | {row_ck / 1e9:.1f} "
-              f"| {row_x / 1e9:.1f} | {fit} | {fit_ck} | {fit_x} | {kv / 1e9:.0f} | {kv / 2e9:.0f} |")
+        cells = " | ".join(fits(kw) for _, kw in settings)
+        print(f"| {name} | {m['P'] / 1e9:.2f}B | {fixed / 1e9:.1f} | {cells} | {kv / 1e9:.0f} | {kv / 2e9:.0f} |")
 
     print("\n## Rollouts, self-paired (junior = frozen copy, f32), rows of 3,300 tokens\n")
     print("| model | rows that fit, junior on the same GPU | junior on a second GPU |")

@@ -46,6 +46,11 @@ pub struct ModelSpec {
     /// (`Decoder::with_compute_dtype`). Default f32.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<Precision>,
+    /// Per-layer activation checkpointing (`Decoder::with_layer_checkpointing`): training
+    /// keeps each block's input and one block's activations at a time. Instead of, not
+    /// with, `[train] gradient_checkpointing` (Burn's, per operation).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub layer_checkpointing: bool,
 }
 
 /// A float precision of the recipe.
@@ -234,6 +239,12 @@ impl Recipe {
                 "junior.dtype and junior.partner ({:?}) exclude each other: the partner plugin builds its own \
                  model (give it the precision in its own config, if it has one)",
                 partner.name
+            );
+        }
+        if self.senior.layer_checkpointing && self.train.gradient_checkpointing {
+            bail!(
+                "senior.layer_checkpointing and train.gradient_checkpointing exclude each other: per-layer \
+                 checkpointing replaces Burn's per-operation kind (docs/memory.md)"
             );
         }
         let (schedule, objective) = (self.schedule(), self.objective());

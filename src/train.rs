@@ -110,6 +110,7 @@ pub fn run(args: &Args) -> Result<()> {
     if let Some(precision) = recipe.senior.dtype {
         senior.decoder = senior.decoder.with_compute_dtype(precision.dtype());
     }
+    senior.decoder = senior.decoder.with_layer_checkpointing(recipe.senior.layer_checkpointing);
     let mut registry = Registry::with_linked();
     for path in &recipe.plugins {
         registry.load(path)?;

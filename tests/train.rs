@@ -438,3 +438,55 @@ fn gradient_checkpointing_trains_the_same_and_must_match_the_device() {
         assert!(err.to_string().contains("gradient_checkpointing"), "{err}");
     }
 }
+
+/// The decoder's per-layer checkpointing (`[senior] layer_checkpointing`) changes what
+/// a training step keeps, not what it computes: two steps give the rollouts, losses,
+/// gradient norms and updates of the plain run to rounding (its forward without a graph
+/// takes Burn's fused softmax where autodiff composes one), with mixed precision too.
+#[test]
+fn per_layer_checkpointing_trains_the_same() {
+    let (classes, train) = (classes(), examples());
+    let junior = fixture("qwen3-tiny-tied", &Device::default());
+    let grpo = Grpo::new(GrpoConfig::default()).unwrap();
+    let word = WordBoundary::new(0.5, 32).unwrap();
+    let device = Device::default().autodiff();
+    let trained = |layers: bool, bf16: bool| {
+        let mut senior = fixture("qwen3-tiny-tied", &device).with_layer_checkpointing(layers);
+        if bf16 {
+            senior = senior.with_compute_dtype(burn::tensor::DType::BF16);
+        }
+        let mut trainer =
+            Trainer::new(config(2), senior, &junior, &word, &grpo, task(&train, &classes)).unwrap();
+        let run = RunDir::open(temp_dir(&format!("layers-{layers}-{bf16}"))).unwrap();
+        trainer.fit(&run, &mut |_| {}, &mut |_| {}).unwrap();
+        let lines: Vec<StepMetrics> = metrics(&run).iter().map(timeless).collect();
+        let _ = std::fs::remove_dir_all(run.root());
+        assert!(trainer.senior().layer_checkpointing() == layers);
+        (lines, params(trainer.senior()))
+    };
+    for bf16 in [false, true] {
+        let (want, got) = (trained(false, bf16), trained(true, bf16));
+        // The rollouts are the same tokens; the losses agree to rounding.
+        for (w, g) in want.0.iter().zip(&got.0) {
+            assert_eq!((w.reward_mean, w.senior_share), (g.reward_mean, g.senior_share), "bf16 {bf16}");
+            assert!(
+                (w.loss - g.loss).abs() <= 1e-5 * w.loss.abs().max(1.0),
+                "bf16 {bf16}: {} vs {}",
+                w.loss,
+                g.loss
+            );
+        }
+        // AdamW divides by each gradient's running scale, so a weight whose gradient is
+        // ~0 moves by up to lr on rounding alone: compare the updates on average.
+        let start = params(&fixture("qwen3-tiny-tied", &device));
+        let mean =
+            |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| (x - y).abs()).sum::<f32>() / a.len() as f32;
+        let (moved, apart) = (mean(&want.1, &start), mean(&want.1, &got.1));
+        eprintln!("bf16 {bf16}: mean update {moved:e}, mean difference {apart:e}");
+        assert!(apart < 0.01 * moved, "bf16 {bf16}: weights differ by {apart} on average, moved {moved}");
+        let norms = |m: &[StepMetrics]| m.iter().map(|m| m.grad_norm).collect::<Vec<_>>();
+        for (w, g) in norms(&want.0).iter().zip(norms(&got.0)) {
+            assert!((w - g).abs() <= 1e-4 * w.abs().max(1e-3), "bf16 {bf16}: gradient norms {w} vs {g}");
+        }
+    }
+}

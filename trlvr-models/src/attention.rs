@@ -147,12 +147,13 @@ fn forward_with_lse(
         .map(|(rows, s)| {
             let n = rows.len();
             let scores = blocks.scores(&q, &keys, rows, s);
+            // The probabilities from the backend's softmax, as inference computes them, so
+            // the training forward gives the rollouts' values bit for bit.
             let max = scores.clone().max_dim(3);
-            let e = (scores - max.clone()).exp();
-            let sum = e.clone().sum_dim(3);
-            let lse = (max + sum.clone().log()).reshape([b, kvh, g, n, 1]);
+            let lse =
+                (max.clone() + (scores.clone() - max).exp().sum_dim(3).log()).reshape([b, kvh, g, n, 1]);
             let v = values.clone().slice([0..b, 0..kvh, 0..s, 0..hd]);
-            let out = (e / sum).cast(v.dtype()).matmul(v).reshape([b, kvh, g, n, hd]);
+            let out = softmax(scores, 3).cast(v.dtype()).matmul(v).reshape([b, kvh, g, n, hd]);
             (out, lse)
         })
         .unzip();

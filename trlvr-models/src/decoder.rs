@@ -86,6 +86,9 @@ pub struct Decoder {
     /// ([`Decoder::with_compute_dtype`]).
     #[module(skip)]
     pub(crate) compute: Option<DType>,
+    /// Per-layer activation checkpointing in training ([`Decoder::with_layer_checkpointing`]).
+    #[module(skip)]
+    pub(crate) checkpoint_layers: bool,
 }
 
 impl ModelConfig {
@@ -128,6 +131,7 @@ impl ModelConfig {
             config: self.clone(),
             query_block: QUERY_BLOCK,
             compute: None,
+            checkpoint_layers: false,
         }
     }
 }
@@ -172,6 +176,13 @@ fn norm<const D: usize>(layer: &RmsNorm, x: Tensor<D>) -> Tensor<D> {
     let dtype = x.dtype();
     let rms = (x.clone().cast(DType::F32).square().mean_dim(D - 1) + layer.epsilon).sqrt();
     (x / rms.cast(dtype)) * layer.gamma.val().cast(dtype).unsqueeze()
+}
+
+/// What the blocks of one forward pass share ([`Decoder::pass`]).
+pub(crate) struct Pass {
+    rope: Rope,
+    mask: CausalMask,
+    packing: Option<Packing>,
 }
 
 /// Where the real tokens of a right-padded `[batch, seq]` batch sit, so that the
@@ -362,11 +373,29 @@ impl Decoder {
         lengths: &[usize],
         mut cache: Option<&mut KvCache>,
     ) -> Result<Tensor<3>> {
-        let [b, t] = tokens.dims();
-        let device = tokens.device();
-        let cfg = &self.config;
+        let pass = self.pass(tokens.dims(), lengths, cache.as_deref_mut(), &tokens.device())?;
+        let mut x = self.embed(tokens, &pass);
+        for l in 0..self.layers.len() {
+            x = self.block(l, x, &pass, cache.as_deref_mut().map(|c| (c, l)));
+        }
+        if let Some(cache) = cache {
+            cache.advance(lengths);
+        }
+        Ok(self.finish(x, &pass))
+    }
 
-        // 1. Check lengths; each row's positions start where its cache ends.
+    /// What every block of one forward pass shares: checks `lengths` (and the cache)
+    /// against the batch `[b, t]`, places each row's positions after its cached ones,
+    /// reserves the cache's new slots, and builds the rotary tables, the causal mask and
+    /// the packing of rows of different lengths.
+    pub(crate) fn pass(
+        &self,
+        [b, t]: [usize; 2],
+        lengths: &[usize],
+        cache: Option<&mut KvCache>,
+        device: &Device,
+    ) -> Result<Pass> {
+        let cfg = &self.config;
         // A row may read nothing (an idle row of a session); not all of them.
         if lengths.len() != b || lengths.iter().any(|&n| n > t) || lengths.iter().all(|&n| n == 0) {
             return Err(Error::Input(format!(
@@ -386,54 +415,63 @@ impl Decoder {
             let max = cfg.max_position_embeddings;
             return Err(Error::ContextTooLong { length, max });
         }
+        // Activations are in the compute dtype, else the weights' (bf16 weights on an f32
+        // device give bf16); the tables follow.
+        let dtype = self.compute.unwrap_or_else(|| self.embed_tokens.weight.val().dtype());
         let positions: Vec<Vec<usize>> = past.iter().map(|&p| (p..p + t).collect()).collect();
-        let mut rope = Rope::new(&positions, cfg.head_dim, cfg.rope_theta, &device);
-
-        // 2. Room in the cache for every row's `t` new slots; the attention reads the
-        // first `width` of them.
+        let rope = Rope::new(&positions, cfg.head_dim, cfg.rope_theta, device).cast(dtype);
+        // Room in the cache for every row's `t` new slots; the attention reads the first
+        // `width` of them.
         let width = past.iter().map(|p| p + t).max().unwrap_or(t);
-        if let Some(cache) = cache.as_deref_mut() {
-            let dtype = self.compute.unwrap_or_else(|| self.embed_tokens.weight.val().dtype());
-            cache.reserve(width, self.layers.len(), cfg.num_key_value_heads, cfg.head_dim, dtype, &device);
+        if let Some(cache) = cache {
+            cache.reserve(width, self.layers.len(), cfg.num_key_value_heads, cfg.head_dim, dtype, device);
         }
-        let mask = CausalMask::new(&past, cfg.group_size(), t, width).with_whole(self.query_block, &device);
+        let mask = CausalMask::new(&past, cfg.group_size(), t, width).with_whole(self.query_block, device);
+        Ok(Pass { rope, mask, packing: Packing::new(lengths, t, device) })
+    }
 
-        // 3. Embed: [b, t, hidden]; rows of different lengths keep only their real
-        // tokens, [1, tokens, hidden], outside the attention.
-        let packing = Packing::new(lengths, t, &device);
+    /// The embeddings of `tokens` in the compute dtype: `[b, t, hidden]`, or
+    /// `[1, tokens, hidden]` when rows of different lengths are packed (their real tokens
+    /// only, outside the attention).
+    pub(crate) fn embed(&self, tokens: Tensor<2, Int>, pass: &Pass) -> Tensor<3> {
         let mut x = self.embed_tokens.forward(tokens);
         if let Some(dtype) = self.compute {
             x = x.cast(dtype);
         }
-        // The tables in the activations' dtype (bf16 weights on an f32 device give bf16).
-        rope = rope.cast(x.dtype());
-        if let Some(p) = &packing {
-            x = p.pack(x);
+        match &pass.packing {
+            Some(p) => p.pack(x),
+            None => x,
         }
+    }
 
-        // 4. The blocks.
-        for (l, layer) in self.layers.iter().enumerate() {
-            let attn = layer.self_attn.forward(
-                norm(&layer.input_layernorm, x.clone()),
-                &rope,
-                &mask,
-                self.query_block,
-                cache.as_deref_mut().map(|c| (c, l)),
-                packing.as_ref(),
-            );
-            x = x + attn;
-            x = x.clone() + layer.mlp.forward(norm(&layer.post_attention_layernorm, x));
-        }
-        if let Some(cache) = cache {
-            cache.advance(lengths);
-        }
+    /// Block `l`: `x + attn(norm(x))`, then `x + mlp(norm(x))`.
+    pub(crate) fn block(
+        &self,
+        l: usize,
+        x: Tensor<3>,
+        pass: &Pass,
+        cache: Option<(&mut KvCache, usize)>,
+    ) -> Tensor<3> {
+        let layer = &self.layers[l];
+        let attn = layer.self_attn.forward(
+            norm(&layer.input_layernorm, x.clone()),
+            &pass.rope,
+            &pass.mask,
+            self.query_block,
+            cache,
+            pass.packing.as_ref(),
+        );
+        let x = x + attn;
+        x.clone() + layer.mlp.forward(norm(&layer.post_attention_layernorm, x))
+    }
 
-        // 5. Final norm, back in the padded layout.
+    /// The final norm, back in the padded layout: `[b, t, hidden]`.
+    pub(crate) fn finish(&self, x: Tensor<3>, pass: &Pass) -> Tensor<3> {
         let x = norm(&self.norm, x);
-        Ok(match &packing {
+        match &pass.packing {
             Some(p) => p.unpack(x),
             None => x,
-        })
+        }
     }
 
     /// The LM head's matrix, `[hidden, vocab]` (the transposed embedding when tied), in
@@ -471,6 +509,25 @@ impl Decoder {
     pub fn with_compute_dtype(mut self, dtype: DType) -> Self {
         self.compute = (dtype != self.embed_tokens.weight.val().dtype()).then_some(dtype);
         self
+    }
+
+    /// Per-layer activation checkpointing for training: [`Policy::scored_from`] runs the
+    /// forward pass without a graph, keeping only each block's input (`[tokens, hidden]`
+    /// per layer), and its gradients recompute one block at a time, backpropagating
+    /// through it alone before the next. Training then holds one block's activations
+    /// instead of every block's, for a second forward pass's compute. Gradients equal
+    /// those without it (up to float summation order).
+    ///
+    /// [`Policy::scored_from`]: trlvr::model::Policy::scored_from
+    #[must_use]
+    pub fn with_layer_checkpointing(mut self, on: bool) -> Self {
+        self.checkpoint_layers = on;
+        self
+    }
+
+    /// Whether [`Self::with_layer_checkpointing`] is on.
+    pub fn layer_checkpointing(&self) -> bool {
+        self.checkpoint_layers
     }
 
     /// The forward pass's dtype when it differs from the weights' ([`Self::with_compute_dtype`]).

@@ -331,5 +331,6 @@ fn build(config: &ModelConfig, w: &mut Taker<'_>) -> Result<Decoder> {
         config: config.clone(),
         query_block: crate::attention::QUERY_BLOCK,
         compute: None,
+        checkpoint_layers: false,
     })
 }

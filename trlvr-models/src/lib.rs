@@ -11,6 +11,7 @@
 //! | the architecture, from `config.json` | [`config`] |
 //! | the module and its forward pass | [`decoder`] |
 //! | blocked attention; its backward recomputes each block | [`attention`] |
+//! | per-layer activation checkpointing in training | `checkpointing.rs` ([`Decoder::with_layer_checkpointing`]) |
 //! | rotary position embeddings (Hugging Face layout) | [`rope`] |
 //! | per-row KV caches and the attention mask | [`cache`] |
 //! | reading safetensors checkpoints (f32/bf16/f16, sharded) | [`load`] |
@@ -58,6 +59,7 @@
 pub mod attention;
 pub mod cache;
 pub mod chat;
+mod checkpointing;
 pub mod config;
 pub mod decoder;
 mod error;

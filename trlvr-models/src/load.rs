@@ -232,5 +232,6 @@ fn build(config: &ModelConfig, w: &mut Weights<'_>) -> Decoder {
         config: config.clone(),
         query_block: crate::attention::QUERY_BLOCK,
         compute: None,
+        checkpoint_layers: false,
     }
 }

@@ -27,7 +27,11 @@ impl Decoder {
     ///
     /// # Shapes
     /// - returns `[rows, longest]` and each row's length
-    fn padded_ids(&self, rows: &[&[TokenId]], device: &Device) -> Result<(Tensor<2, Int>, Vec<usize>)> {
+    pub(crate) fn padded_ids(
+        &self,
+        rows: &[&[TokenId]],
+        device: &Device,
+    ) -> Result<(Tensor<2, Int>, Vec<usize>)> {
         if rows.iter().any(|r| r.is_empty()) {
             return Err(Error::Input("every row needs at least one token".into()));
         }
@@ -105,7 +109,7 @@ impl Decoder {
         Ok(chunked_token_log_probs(hidden, head, batch, temperature, from, LOG_PROB_CHUNK))
     }
 
-    fn weights_device(&self) -> Device {
+    pub(crate) fn weights_device(&self) -> Device {
         self.embed_tokens.weight.val().device()
     }
 }
@@ -217,6 +221,9 @@ impl Policy for Decoder {
         check_from(batch, from)?;
         if self.lm_head.as_ref().is_some_and(|head| head.bias.is_some()) {
             return Err(trlvr::Error::Unsupported("an LM head with a bias".into()));
+        }
+        if self.checkpoint_layers && self.weights_device().is_autodiff() {
+            return Ok(self.layer_checkpointed_scored(batch, temperature, from)?);
         }
         let rows: Vec<&[TokenId]> = batch.rows().iter().map(Vec::as_slice).collect();
         let (ids, lengths) = self.padded_ids(&rows, &self.weights_device())?;

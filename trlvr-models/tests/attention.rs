@@ -125,7 +125,8 @@ fn recomputed_attention_equals_one_full_matrix() {
     }
 }
 
-/// Without autodiff the blocks run as plain ops; they agree with the recomputed forward.
+/// Without autodiff the blocks run as plain ops; the recomputed operation's forward gives
+/// the same values, bit for bit (one block under autodiff: to rounding).
 #[test]
 fn inference_and_training_forward_agree() {
     let case = Case { past: vec![0, 2], heads: 4, kv_heads: 1, t: 11, hd: 4 };
@@ -135,7 +136,7 @@ fn inference_and_training_forward_agree() {
     };
     let (q, k, v) = (data(4, 11), data(1, case.width()), data(1, case.width()));
     let ad = device.clone().autodiff();
-    for block in [3, 11] {
+    for block in [3, 5, 11] {
         let plain = attend(q.clone(), k.clone(), v.clone(), &case.mask(), block);
         let tracked = attend(
             on(q.clone(), &ad).require_grad(),
@@ -144,8 +145,17 @@ fn inference_and_training_forward_agree() {
             &case.mask(),
             block,
         );
-        let diff = max_diff(plain, tracked);
-        assert!(diff < TOLERANCE, "block {block}: forward differs by {diff}");
+        if block < 11 {
+            // Several blocks: the recomputed operation, whose forward is the inference
+            // computation itself.
+            let bits = |x: Tensor<4>| on(x, &device).into_data().try_to_vec::<f32>().unwrap();
+            assert_eq!(bits(plain), bits(tracked), "block {block}");
+        } else {
+            // One block: plain ops under autodiff, whose softmax Burn composes from
+            // primitives instead of the fused kernel: equal to rounding.
+            let diff = max_diff(plain, tracked);
+            assert!(diff < TOLERANCE, "block {block}: forward differs by {diff}");
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 
 use std::any::Any;
 
+use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::DType;
 
@@ -204,14 +205,22 @@ pub trait Policy: Partner + Module {
 }
 
 /// Log-probs `[batch, width]` computed without a graph, and how to get their gradient:
-/// [`Scored::surrogate`] takes `dL/dlog_probs` and returns a scalar whose gradient with
-/// respect to the model's parameters is `dL/dθ`. The trainer runs the objective on a
-/// leaf made from [`Scored::values`], reads the leaf's gradient, and backpropagates the
-/// surrogate.
+/// [`Scored::gradients`] takes `dL/dlog_probs` and returns `dL/dθ` for every parameter.
+/// The trainer runs the objective on a leaf made from [`Scored::values`], reads the leaf's
+/// gradient, and hands it back here.
 pub struct Scored<'a> {
     /// The log-probs, no graph.
     pub values: Tensor<2>,
-    surrogate: Box<dyn FnOnce(Tensor<2>) -> Tensor<1> + 'a>,
+    backward: Backward<'a>,
+}
+
+/// How a [`Scored`] turns `dL/dlog_probs` into parameter gradients.
+enum Backward<'a> {
+    /// A scalar whose gradient is `Σ upstream · dlog_probs/dθ`, backpropagated once.
+    Surrogate(Box<dyn FnOnce(Tensor<2>) -> Tensor<1> + 'a>),
+    /// The model forms the gradients itself (several backward passes, e.g. a layer at a
+    /// time).
+    Gradients(Box<dyn FnOnce(Tensor<2>) -> Result<GradientsParams> + 'a>),
 }
 
 impl std::fmt::Debug for Scored<'_> {
@@ -221,14 +230,48 @@ impl std::fmt::Debug for Scored<'_> {
 }
 
 impl<'a> Scored<'a> {
-    /// Values and the function from `dL/dlog_probs` to the surrogate.
+    /// Values and the function from `dL/dlog_probs` to a scalar whose gradient with
+    /// respect to the parameters is `Σ upstream · dlog_probs/dθ` (its value is
+    /// meaningless).
     pub fn new(values: Tensor<2>, surrogate: impl FnOnce(Tensor<2>) -> Tensor<1> + 'a) -> Self {
-        Self { values, surrogate: Box::new(surrogate) }
+        Self { values, backward: Backward::Surrogate(Box::new(surrogate)) }
     }
 
-    /// A scalar whose value is meaningless and whose gradient is `Σ upstream · dlog_probs/dθ`.
-    pub fn surrogate(self, upstream: Tensor<2>) -> Tensor<1> {
-        (self.surrogate)(upstream)
+    /// Values and the function from `dL/dlog_probs` straight to the parameters' gradients.
+    pub fn with_gradients(
+        values: Tensor<2>,
+        gradients: impl FnOnce(Tensor<2>) -> Result<GradientsParams> + 'a,
+    ) -> Self {
+        Self { values, backward: Backward::Gradients(Box::new(gradients)) }
+    }
+
+    /// A scalar whose gradient with respect to the parameters is `Σ upstream ·
+    /// dlog_probs/dθ`, to backpropagate once.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when the model forms its gradients itself
+    /// ([`Scored::with_gradients`]): use [`Scored::gradients`].
+    pub fn surrogate(self, upstream: Tensor<2>) -> Result<Tensor<1>> {
+        match self.backward {
+            Backward::Surrogate(surrogate) => Ok(surrogate(upstream)),
+            Backward::Gradients(_) => {
+                Err(Error::Unsupported("these log-probs form their gradients in several passes".into()))
+            }
+        }
+    }
+
+    /// `dL/dθ` for the parameters of `module` (the model these log-probs came from),
+    /// given `upstream = dL/dlog_probs`.
+    ///
+    /// # Errors
+    /// Model-specific.
+    pub fn gradients<M: Module>(self, upstream: Tensor<2>, module: &M) -> Result<GradientsParams> {
+        match self.backward {
+            Backward::Surrogate(surrogate) => {
+                Ok(GradientsParams::from_grads(surrogate(upstream).backward(), module))
+            }
+            Backward::Gradients(gradients) => gradients(upstream),
+        }
     }
 }
 

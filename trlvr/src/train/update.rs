@@ -256,7 +256,7 @@ pub fn micro_batch_grads<P: Policy>(
         return Err(Error::NonFinite(format!("loss is {loss}")));
     }
     let upstream = leaf.grad(&out.loss.backward()).unwrap_or_else(|| leaf.zeros_like());
-    let grads = GradientsParams::from_grads(scored.surrogate(upstream).backward(), senior);
+    let grads = scored.gradients(upstream, senior)?;
     Ok((grads, out.metrics))
 }
 
