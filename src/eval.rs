@@ -20,6 +20,7 @@ use trlvr::prelude::*;
 use trlvr_verifiers::{Extraction, MathVerifier};
 
 use crate::model::{Loaded, resolve_model};
+use crate::recipe::Precision;
 
 /// Arguments of `trlvr eval`.
 #[derive(Debug, clap::Args)]
@@ -79,6 +80,10 @@ pub struct Args {
     /// flex, cuda[:N], tch, tch-cuda[:N].
     #[arg(long, default_value = "flex")]
     device: String,
+    /// Both models' weights and forward pass in this precision (bf16 halves their memory
+    /// and KV caches; log-probs stay f32). Default f32.
+    #[arg(long, value_enum)]
+    dtype: Option<Precision>,
 }
 
 /// How answers are extracted from responses.
@@ -109,11 +114,16 @@ pub fn run(args: &Args) -> Result<()> {
     // 1. Everything that can be wrong with the input, before any sampling.
     let datasets = args.data.iter().map(|d| resolve(d, args.limit)).collect::<Result<Vec<_>>>()?;
     let device = parse_device(&args.device)?;
-    let senior = Loaded::from_path(&resolve_model(&args.senior.to_string_lossy())?, &device)?;
-    let junior = match &args.junior {
-        Some(path) => Some(Loaded::from_path(&resolve_model(&path.to_string_lossy())?, &device)?),
-        None => None,
+    let load = |path: &Path| -> Result<Loaded> {
+        let mut model = Loaded::from_path(&resolve_model(&path.to_string_lossy())?, &device)?;
+        if let Some(precision) = args.dtype {
+            model.decoder =
+                model.decoder.with_compute_dtype(precision.dtype()).with_weights_in_compute_dtype();
+        }
+        Ok(model)
     };
+    let senior = load(&args.senior)?;
+    let junior = args.junior.as_deref().map(load).transpose()?;
     if let Some(junior) = &junior
         && (junior.tokenizer.get_vocab(true) != senior.tokenizer.get_vocab(true)
             || junior.config.vocab_size != senior.config.vocab_size)
@@ -175,6 +185,9 @@ pub fn run(args: &Args) -> Result<()> {
     settings["senior"] = senior_id.clone();
     settings["junior"] = junior_id.clone();
     settings["template"] = json!(DEFAULT_TEMPLATE);
+    if let Some(precision) = args.dtype.filter(|&p| p != Precision::F32) {
+        settings["dtype"] = json!(precision.name());
+    }
     let samples_path = args.out.join("samples.jsonl");
     let mut store = SampleStore::open(&samples_path, &settings)?;
     if !store.is_empty() {

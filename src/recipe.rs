@@ -53,8 +53,8 @@ pub struct ModelSpec {
     pub layer_checkpointing: bool,
 }
 
-/// A float precision of the recipe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// A float precision of the recipe (and of `trlvr eval --dtype`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
     /// 32-bit floats.

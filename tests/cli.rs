@@ -354,6 +354,18 @@ fn eval_writes_every_figure_resumes_and_regrades() {
         "{err}"
     );
     assert_eq!(std::fs::read_to_string(&samples_path).unwrap(), samples);
+    // bf16 samples do not mix with f32 ones; in a folder of their own they are drawn.
+    let mut bf16 = args.to_vec();
+    bf16.extend(["--dtype", "bf16"]);
+    let (code, _, err) = trlvr(&bf16, "");
+    assert_ne!(code, 0);
+    assert!(err.contains("other settings") && err.contains("dtype"), "{err}");
+    let out_bf16 = dir.join("out-bf16");
+    bf16[10] = out_bf16.to_str().unwrap();
+    let (code, _, err) = trlvr(&bf16, "");
+    assert_eq!(code, 0, "{err}");
+    let figures = &read_json(&out_bf16.join("eval.json"))["sets"][0]["figures"];
+    assert_eq!(figures["drift"]["kl_exact"]["value"], 0.0, "self-paired in bf16 too");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
