@@ -30,16 +30,20 @@
 //!
 //! Measured 2026-12-01 (flex, 2-core build machine), peak MiB:
 //!
-//! | length | chunked | response half | checkpointed | scored | scored ckpt | full |
-//! |---:|---:|---:|---:|---:|---:|---:|
-//! | 512 | 708 | 486 | 927 | 486 | 485 | 937 |
-//! | 1024 | 1081 | 675 | 1523 | 490 | 487 | 1850 |
-//! | 2048 | 1830 | 1053 | 2714 | 497 | 491 | 3715 |
-//! | 4096 | 3328 | 1808 | 5097 | 511 | 501 | 7601 (2026-11-30) |
+//! | length | chunked | response half | checkpointed | scored | scored ckpt | scored layers | full |
+//! |---:|---:|---:|---:|---:|---:|---:|---:|
+//! | 512 | 708 | 486 | 927 | 486 | 485 | 483 | 937 |
+//! | 1024 | 1081 | 675 | 1523 | 490 | 487 | 484 | 1850 |
+//! | 2048 | 1830 | 1053 | 2714 | 497 | 491 | 485 | 3715 |
+//! | 4096 | 3328 | 1808 | 5097 | 511 | 501 | 488 | 7601 (2026-11-30) |
 //!
-//! and for the deep model (4 layers, hidden 256, vocabulary 512), plain / checkpointed /
-//! scored checkpointed / scored bf16 mixed / scored bf16 mixed checkpointed: 89 / 58 / 57 /
-//! 70 / 54 at 512, 161 / 98 / 97 / 115 / 84 at 1024, 304 / 179 / 176 / 205 / 143 at 2048.
+//! and for the deep model (4 layers, hidden 256, vocabulary 512):
+//!
+//! | length | plain | checkpointed | scored ckpt | scored bf16 | scored bf16 ckpt | scored layers | scored layers bf16 |
+//! |---:|---:|---:|---:|---:|---:|---:|---:|
+//! | 512 | 89 | 58 | 57 | 70 | 54 | 50 | 30 |
+//! | 1024 | 161 | 98 | 97 | 115 | 84 | 71 | 46 |
+//! | 2048 | 304 | 179 | 176 | 205 | 143 | 114 | 76 |
 //!
 //! Everything grows linearly. In `chunked` the vocabulary term dominates this narrow
 //! model: about one `vocab`-wide float per scored position (each chunk's `logits - max`,

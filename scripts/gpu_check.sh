@@ -7,11 +7,12 @@
 # the rollout bench at batch 64 on a self-paired Qwen3-0.6B-shaped pair with random
 # weights on the GPU (solo vs the release's eager tandem vs trlvr's), the recomputed
 # attention's gradients on the GPU against autodiff of one full matrix, and one training
-# step of a Qwen3-4B-shaped senior (random weights) at the 4B recipes' micro-batch (16 rows
-# of 3,300 tokens, 3,000 of response, per-layer checkpointing; the plan allows 25; in f32,
-# then in mixed precision) while sampling the GPU's memory, against the plan's prediction.
-# Always: the transformers parity and chunked
-# log-prob/attention tests, the CPU memory bench, the memory plan, and the training step
+# step of a Qwen3-4B-shaped senior (random weights) on 16 rows of 3,300 tokens (3,000 of
+# response, per-layer checkpointing; twice the 4B recipes' micro-batch, the plan allows 25
+# on a GPU holding nothing else; in f32, then in mixed precision) while sampling the GPU's
+# memory, against the plan's prediction.
+# Always: the transformers parity, chunked log-prob, attention, checkpointing and mixed
+# precision tests, the CPU memory bench, the memory plan, and the training step
 # of the narrow model on the CPU with its measured peak against the plan's.
 #
 # Usage: scripts/gpu_check.sh [--cpu]   (--cpu skips the GPU parts even with a GPU)
@@ -47,13 +48,12 @@ if [[ -n "$GPU" ]]; then
     step build 420 bash -c "cargo build --release --features $FEATURE && \
         cargo bench --no-run --features $FEATURE --bench rollout --bench paper_step && \
         cargo test --release --no-run -p trlvr-models --features $FEATURE --test backend_smoke --test attention --test mixed"
-    step parity-gpu-vs-cpu 120 env TRLVR_TEST_DEVICE="$DEVICE" \
+    step parity-gpu-vs-cpu 180 env TRLVR_TEST_DEVICE="$DEVICE" \
         cargo test --release -p trlvr-models --features "$FEATURE" --test backend_smoke --test attention --test mixed
     step rollout-b64-qwen3-0.6b 150 cargo bench --features "$FEATURE" --bench rollout -- \
         --batch 64 --quick --shape qwen3-0.6b --device "$DEVICE"
-    # One Qwen3-4B-shaped training step as the 4B recipes run it (16 rows of 3,300 tokens,
-    # per-layer checkpointing) with the GPU's memory sampled every 100 ms: f32, then mixed
-    # precision (--bf16).
+    # One Qwen3-4B-shaped training step (16 rows of 3,300 tokens, per-layer checkpointing)
+    # with the GPU's memory sampled every 100 ms: f32, then mixed precision (--bf16).
     gpu_step() {
         local name=$1 predicted=$2
         shift 2
@@ -61,7 +61,7 @@ if [[ -n "$GPU" ]]; then
         base=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | head -n 1)
         nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 -lms 100 >"$LOGS/$name-memory.csv" &
         local sampler=$!
-        step "$name" 200 cargo bench --features "$FEATURE" --bench paper_step -- \
+        step "$name" 240 cargo bench --features "$FEATURE" --bench paper_step -- \
             --device "$DEVICE" --shape qwen3-4b --rows 16 --length 3300 --response 3000 --layers "$@"
         kill "$sampler" 2>/dev/null
         peak=$(sort -n "$LOGS/$name-memory.csv" | tail -n 1)
@@ -77,7 +77,8 @@ else
     SUMMARY+=("GPU: none; CPU parts only")
 fi
 
-step parity-transformers 300 cargo test -p trlvr-models --test parity --test chunked
+step parity-transformers 300 cargo test -p trlvr-models --test parity --test chunked --test attention \
+    --test checkpointing --test mixed
 step memory-bench 300 cargo bench --bench memory
 step memory-plan 30 python3 scripts/memory_plan.py
 step train-step-narrow-cpu 300 cargo bench --bench paper_step -- --shape narrow --rows 1 --length 1024 --response 768

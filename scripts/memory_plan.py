@@ -3,7 +3,8 @@
 
 Prints the tables of docs/memory.md: the formula's prediction for the CPU memory bench
 (benches/memory.rs) and, for Qwen3-0.6B/1.7B/4B at the paper's settings, the largest
-micro-batch that fits one 141 GB GPU. All in f32, as trlvr trains today.
+micro-batch that fits one 141 GB GPU, by checkpointing (none, Burn's per operation, the
+decoder's per layer) and precision (f32, bf16 mixed).
 """
 
 GIB = 1024**3
@@ -91,6 +92,14 @@ def state(m):
     return 12 * m["P"]
 
 
+def resident(m, junior_bytes=4, accumulate=True):
+    """What stays on the senior's GPU through an update besides the micro-batch: the
+    senior's weights and AdamW state, a self-paired junior there (4 bytes per parameter in
+    f32, 2 in bf16, 0 on a GPU of its own) and, when a mini-batch takes several micro-batches,
+    the gradients accumulated so far (f32)."""
+    return state(m) + junior_bytes * m["P"] + (4 * m["P"] if accumulate else 0)
+
+
 def kv_cache(m, rows, length, bytes_=4):
     return 2 * m["L"] * m["kv"] * m["hd"] * bytes_ * length * rows
 
@@ -104,6 +113,10 @@ def predict(argv):
     step (benches/paper_step.rs), weights and AdamW state included, in GB and MiB."""
     name, rows, length, scored = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
     ckpt, layers, mixed = "ckpt" in argv[4:], "layers" in argv[4:], "bf16" in argv[4:]
+    if name not in SHAPE_NAMES:
+        raise SystemExit(f"unknown shape {name!r}: one of {', '.join(SHAPE_NAMES)}")
+    if ckpt and layers:
+        raise SystemExit("ckpt (Burn's checkpointing) and layers (per layer) exclude each other")
     m = SHAPES[SHAPE_NAMES[name]]
     step = micro_batch(m, rows, length, scored, ckpt, mixed=mixed, layers=layers)
     total = state(m) + step
@@ -149,7 +162,9 @@ def main():
     print("\n## Qwen3 at the paper's settings (rows of 3,300 tokens, 3,000 scored; 141 GB GPU)\n")
     settings = [("none", {}), ("Burn's", dict(checkpoint=True)), ("Burn's, bf16", dict(checkpoint=True, mixed=True)),
                 ("per layer", dict(layers=True)), ("per layer, bf16", dict(layers=True, mixed=True))]
-    print("Per row GB / largest micro-batch, by checkpointing and precision:\n")
+    print("Per row GB / largest micro-batch, by checkpointing and precision; the self-paired junior "
+          "on the same GPU in f32 and the gradients of earlier micro-batches resident "
+          "(`resident`):\n")
     print("| model | params | weights+Adam GB | " + " | ".join(name for name, _ in settings)
           + " | KV cache 128 rows f32 GB | bf16 GB |")
     print("|---|---:|---:|" + "---:|" * len(settings) + "---:|---:|")
@@ -158,7 +173,7 @@ def main():
 
         def fits(kw):
             row = micro_batch(m, 1, t, scored, **kw) - micro_batch(m, 0, t, scored, **kw)
-            base = fixed + micro_batch(m, 0, t, scored, **kw)
+            base = resident(m) + micro_batch(m, 0, t, scored, **kw)
             return f"{row / 1e9:.1f} / {max(0, int((gpu - base) // row))}"
         kv = kv_cache(m, rollouts, t)
         cells = " | ".join(fits(kw) for _, kw in settings)

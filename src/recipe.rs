@@ -41,9 +41,9 @@ pub struct ModelSpec {
     /// `flex`, `cuda[:N]`, `tch`, `tch-cuda[:N]`.
     #[serde(default = "default_device")]
     pub device: String,
-    /// The forward pass's precision. `bf16` or `f16` is mixed precision for the senior:
-    /// activations and matmuls in it, weights, gradients and AdamW's moments f32
-    /// (`Decoder::with_compute_dtype`). Default f32.
+    /// The forward pass's precision. `bf16` is mixed precision for the senior: activations
+    /// and matmuls in it, weights, gradients and AdamW's moments f32
+    /// (`Decoder::with_compute_dtype`). Default f32; `f16` is refused (no loss scaling).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<Precision>,
     /// Per-layer activation checkpointing (`Decoder::with_layer_checkpointing`): training
@@ -241,6 +241,12 @@ impl Recipe {
                 partner.name
             );
         }
+        if self.senior.dtype == Some(Precision::F16) {
+            bail!(
+                "senior.dtype = \"f16\": training in f16 needs loss scaling, which trlvr does not do (small \
+                 gradients underflow); use \"bf16\" (f16 is fine for the junior and for trlvr eval)"
+            );
+        }
         if self.senior.layer_checkpointing && self.train.gradient_checkpointing {
             bail!(
                 "senior.layer_checkpointing and train.gradient_checkpointing exclude each other: per-layer \
@@ -351,6 +357,8 @@ mod tests {
     fn precisions_are_named_and_a_partner_takes_none() {
         let path = write("dtype", BASE);
         let recipe = Recipe::load(&path, &["senior.dtype=bf16".into(), "junior.dtype=f16".into()]).unwrap();
+        let err = Recipe::load(&path, &["senior.dtype=f16".into()]).unwrap_err().to_string();
+        assert!(err.contains("loss scaling"), "{err}");
         assert_eq!(recipe.senior.dtype, Some(Precision::Bf16));
         assert_eq!(recipe.junior.as_ref().and_then(|j| j.dtype), Some(Precision::F16));
         assert_eq!(Precision::Bf16.dtype(), burn::tensor::DType::BF16);

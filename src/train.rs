@@ -15,7 +15,7 @@ use trlvr_models::Decoder;
 use trlvr_verifiers::{Extraction, MathVerifier, extract};
 
 use crate::model::{Loaded, resolve_model};
-use crate::recipe::Recipe;
+use crate::recipe::{Precision, Recipe};
 
 /// Arguments of `trlvr train`.
 #[derive(Debug, clap::Args)]
@@ -220,13 +220,13 @@ pub fn run(args: &Args) -> Result<()> {
         out.display()
     );
 
-    if let Some(precision) = recipe.senior.dtype {
+    if let Some(precision) = recipe.senior.dtype.filter(|&p| p != Precision::F32) {
         eprintln!(
             "the senior computes in {} with f32 weights and optimizer state (mixed precision)",
             precision.name()
         );
     }
-    if let Some(precision) = recipe.junior.as_ref().and_then(|j| j.dtype) {
+    if let Some(precision) = recipe.junior.as_ref().and_then(|j| j.dtype).filter(|&p| p != Precision::F32) {
         eprintln!("the junior's weights and forward pass are {}", precision.name());
     }
     let progress = StepProgress::new(recipe.train.steps, trainer.state().step);

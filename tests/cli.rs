@@ -361,7 +361,8 @@ fn eval_writes_every_figure_resumes_and_regrades() {
     assert_ne!(code, 0);
     assert!(err.contains("other settings") && err.contains("dtype"), "{err}");
     let out_bf16 = dir.join("out-bf16");
-    bf16[10] = out_bf16.to_str().unwrap();
+    let at = bf16.iter().position(|&a| a == "--out").expect("--out is given") + 1;
+    bf16[at] = out_bf16.to_str().unwrap();
     let (code, _, err) = trlvr(&bf16, "");
     assert_eq!(code, 0, "{err}");
     let figures = &read_json(&out_bf16.join("eval.json"))["sets"][0]["figures"];

@@ -53,7 +53,7 @@ pub fn attend(
             q.into_dispatch(),
             keys.into_dispatch(),
             values.into_dispatch(),
-            Blocks { mask: mask.host_only(), block: block.max(1) },
+            Blocks::new(mask.host_only(), block),
         );
         return Tensor::from_dispatch(out);
     }
@@ -70,7 +70,7 @@ pub fn attend(
         return probabilities(scores, values.dtype()).matmul(values).reshape([b, h, t, hd]);
     }
     let q = q.reshape([b, kvh, g, t, hd]);
-    let blocks = Blocks { mask: mask.clone(), block };
+    let blocks = Blocks::new(mask.clone(), block);
     let outs: Vec<Tensor<5>> = blocks
         .ranges()
         .map(|(rows, s)| {
@@ -99,6 +99,11 @@ pub struct Blocks {
 }
 
 impl Blocks {
+    /// `mask` cut `block` queries at a time (at least 1).
+    pub fn new(mask: CausalMask, block: usize) -> Self {
+        Self { mask, block: block.max(1) }
+    }
+
     /// Each block's query rows and the number of keys its queries can see.
     fn ranges(&self) -> impl Iterator<Item = (Range<usize>, usize)> + '_ {
         let t = self.mask.queries();
@@ -162,27 +167,27 @@ fn forward_with_lse(
 
 /// Gradients of the queries, keys and values given the output's gradient `grad`,
 /// recomputing each block's probabilities `P = exp(S - lse)`: with `D = rowsum(dO ⊙ O)`,
-/// `dS = P ⊙ (dO·Vᵀ - D)`, `dQ = dS·K`, `dK = dSᵀ·Q`, `dV = Pᵀ·dO`. Computed in f32 and
-/// returned in each input's dtype.
+/// `dS = P ⊙ (dO·Vᵀ - D)`, `dQ = dS·K`, `dK = dSᵀ·Q`, `dV = Pᵀ·dO`. The scores are
+/// recomputed exactly as the forward computed them (the product in the inputs' dtype),
+/// so `P` is the forward's; the rest is computed in f32 and returned in each input's dtype.
 fn backward(state: &State<Tensor<4>, Tensor<5>>, grad: Tensor<4>) -> [Tensor<4>; 3] {
     let f32 = |x: &Tensor<4>| x.clone().cast(DType::F32);
-    let (q, keys, values) = (f32(&state.q), f32(&state.keys), f32(&state.values));
-    let [b, h, t, hd] = q.dims();
-    let [_, kvh, width, _] = keys.dims();
+    let [b, h, t, hd] = state.q.dims();
+    let [_, kvh, width, _] = state.keys.dims();
     let g = h / kvh;
-    let q5 = q.reshape([b, kvh, g, t, hd]);
+    let (q_in, keys_in) = (state.q.clone().reshape([b, kvh, g, t, hd]), &state.keys);
+    let (q5, keys, values) = (q_in.clone().cast(DType::F32), f32(&state.keys), f32(&state.values));
     let d_out = f32(&grad).reshape([b, kvh, g, t, hd]);
     let delta = (d_out.clone() * f32(&state.out).reshape([b, kvh, g, t, hd])).sum_dim(4);
     let device = q5.device();
-    // f32 whatever the device's default float type.
-    let zeros = || Tensor::<4>::zeros([b, kvh, width, hd], &device).cast(DType::F32);
+    let zeros = || Tensor::<4>::zeros([b, kvh, width, hd], (&device, DType::F32));
     let (mut d_keys, mut d_values) = (zeros(), zeros());
     let mut d_q = Vec::new();
     for (rows, s) in state.blocks.ranges() {
         let n = rows.len();
         let lse =
             state.lse.clone().slice([0..b, 0..kvh, 0..g, rows.clone(), 0..1]).reshape([b, kvh, g * n, 1]);
-        let p = (state.blocks.scores(&q5, &keys, rows.clone(), s) - lse).exp();
+        let p = (state.blocks.scores(&q_in, keys_in, rows.clone(), s) - lse).exp();
         let d_o = fold(&d_out, rows.clone());
         let k = keys.clone().slice([0..b, 0..kvh, 0..s, 0..hd]);
         let v = values.clone().slice([0..b, 0..kvh, 0..s, 0..hd]);

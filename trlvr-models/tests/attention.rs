@@ -2,8 +2,8 @@
 //! out with one full score matrix and differentiated by Burn's autodiff: outputs and the
 //! gradients of queries, keys and values, for every cut into blocks, grouped-query heads,
 //! rows with cached tokens before them, and with activation checkpointing on. With
-//! `--features tch` or `cuda` it also runs on `TRLVR_TEST_DEVICE` (default `tch`): the
-//! backward is the same code on every backend, the kernels it calls are not.
+//! `--features tch` or `cuda` it also runs on `TRLVR_TEST_DEVICE` (default `tch`, else
+//! `cuda`): the backward is the same code on every backend, the kernels it calls are not.
 
 use burn::prelude::*;
 use burn::tensor::activation::softmax;
@@ -88,9 +88,12 @@ fn recomputed_attention_equals_one_full_matrix() {
     let mut devices = vec![plain.clone(), checkpointed];
     #[cfg(any(feature = "tch", feature = "cuda"))]
     devices.push(
-        trlvr::device::parse_device(&std::env::var("TRLVR_TEST_DEVICE").unwrap_or_else(|_| "tch".into()))
-            .unwrap()
-            .autodiff(),
+        trlvr::device::parse_device(
+            &std::env::var("TRLVR_TEST_DEVICE")
+                .unwrap_or_else(|_| if cfg!(feature = "tch") { "tch" } else { "cuda" }.into()),
+        )
+        .unwrap()
+        .autodiff(),
     );
     for case in &cases {
         let b = case.past.len();
@@ -159,16 +162,20 @@ fn inference_and_training_forward_agree() {
     }
 }
 
-/// bf16 queries, keys and values (a decoder computing in bf16): a bf16 output, and
-/// output and gradients within bf16's rounding of the f32 reference.
+/// bf16 queries, keys and values (a decoder computing in bf16): a bf16 output, output and
+/// gradients within bf16's rounding of the f32 reference and close to Burn's autodiff of
+/// the same bf16 computation (the backward recomputes the forward's rounded scores).
 #[test]
 fn bf16_inputs_get_bf16_gradients_within_rounding_of_f32() {
-    let case = Case { past: vec![0, 0], heads: 4, kv_heads: 2, t: 9, hd: 4 };
+    // Scores of magnitude ~10, where rounding them to bf16 moves the probabilities by ~2%:
+    // the backward must recompute them as the forward did.
+    let case = Case { past: vec![0, 0], heads: 4, kv_heads: 2, t: 9, hd: 16 };
     let device = Device::flex().autodiff();
-    let data = |heads: usize, len: usize| {
-        Tensor::<4>::random([2, heads, len, case.hd], Distribution::Normal(0.0, 1.0), &Device::flex())
+    Device::flex().seed(7);
+    let data = |heads: usize, len: usize, std: f64| {
+        Tensor::<4>::random([2, heads, len, case.hd], Distribution::Normal(0.0, std), &Device::flex())
     };
-    let inputs = [data(4, 9), data(2, 9), data(2, 9), data(4, 9)];
+    let inputs = [data(4, 9, 1.6), data(2, 9, 1.6), data(2, 9, 1.0), data(4, 9, 1.0)];
     // The reference sees the bf16-rounded inputs, so only the computation differs.
     let rounded = inputs.clone().map(|x| x.cast(DType::BF16).cast(DType::F32));
     let want = run(&device, &rounded, |q, k, v| case.reference(q, k, v));
@@ -177,9 +184,20 @@ fn bf16_inputs_get_bf16_gradients_within_rounding_of_f32() {
         assert_eq!(out.dtype(), DType::BF16);
         out.cast(DType::F32)
     });
-    for (what, (g, w)) in ["output", "dq", "dk", "dv"].iter().zip(got.into_iter().zip(want)) {
+    // The same bf16 inputs through plain ops under autodiff (one block): the same
+    // bf16-rounded scores, so only summation order differs.
+    let plain = run(&device, &rounded, |q, k, v| {
+        attend(q.cast(DType::BF16), k.cast(DType::BF16), v.cast(DType::BF16), &case.mask(), case.t)
+            .cast(DType::F32)
+    });
+    for (what, ((g, w), p)) in ["output", "dq", "dk", "dv"].iter().zip(got.into_iter().zip(want).zip(plain)) {
         let scale = w.clone().abs().max().into_scalar::<f32>().max(1.0);
-        let diff = max_diff(g, w) / scale;
-        assert!(diff > 0.0 && diff < 0.03, "{what}: relative difference {diff}");
+        let diff = max_diff(g.clone(), w) / scale;
+        assert!(diff > 0.0 && diff < 0.03, "{what}: relative difference {diff} from f32");
+        let diff = max_diff(g, p) / scale;
+        eprintln!("{what}: relative difference {diff} from plain bf16 autodiff");
+        // Its backward's products run in bf16, ours in f32: measured 0.75% for dq; scores
+        // recomputed in f32 instead of as the forward rounded them gave 2.5%.
+        assert!(diff < 0.012, "{what}: relative difference {diff} from plain bf16 autodiff");
     }
 }

@@ -346,8 +346,8 @@ impl<'a, P: Policy> Trainer<'a, P> {
         let prompts: Vec<Vec<TokenId>> = picked.iter().map(|&i| self.task.train[i].prompt.clone()).collect();
         // 2. rollouts, by a copy that cannot record gradients
         let copy = rollout_copy(self.senior())?;
-        let engine = RolloutEngine::new(&copy, self.junior, self.task.classes, rollout_config(&c, step))?;
-        let rollouts = engine.generate_with(&prompts, self.schedule, on_rollout)?;
+        let rollouts = RolloutEngine::new(&copy, self.junior, self.task.classes, rollout_config(&c, step))?
+            .generate_with(&prompts, self.schedule, on_rollout)?;
         // 3. rewards
         let texts: Vec<String> = rollouts.iter().map(|r| self.task.text.text(&r.tokens)).collect();
         let rewards: Vec<_> = rollouts
@@ -363,7 +363,9 @@ impl<'a, P: Policy> Trainer<'a, P> {
         let lr = c.lr_schedule.at(step, c.steps, c.lr);
         let inputs = update::Inputs { prompts: &prompts, rollouts: &rollouts, advantages: &adv };
         let senior = self.senior.take().expect("the senior is present between calls");
-        let result = update::run(&c, senior, self.junior, self.objective, &mut self.optimizer, &inputs, lr);
+        // The rollout copy (the same weights) scores π_old, then goes.
+        let models = update::Models { senior, copy, junior: self.junior };
+        let result = update::run(&c, models, self.objective, &mut self.optimizer, &inputs, lr);
         let (senior, report) = match result {
             Ok(done) => done,
             Err((senior, error)) => {

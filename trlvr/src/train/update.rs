@@ -24,6 +24,14 @@ pub(super) struct Inputs<'r> {
     pub advantages: &'r [f32],
 }
 
+/// The models of the update: the senior that trains, its gradient-free copy of the same
+/// weights (which wrote the rollouts; it scores π_old), the frozen junior.
+pub(super) struct Models<'j, P> {
+    pub senior: P,
+    pub copy: P,
+    pub junior: &'j dyn Partner,
+}
+
 /// What the updates measured.
 #[derive(Debug, Default)]
 pub(super) struct Report {
@@ -56,16 +64,18 @@ struct MiniBatch {
 /// unchanged by the failing mini-batch.
 pub(super) fn run<P: Policy>(
     c: &TrainConfig,
-    mut senior: P,
-    junior: &dyn Partner,
+    models: Models<'_, P>,
     objective: &dyn Objective,
     optimizer: &mut ModuleOptimizer,
     inputs: &Inputs<'_>,
     lr: f64,
 ) -> std::result::Result<(P, Report), (P, Error)> {
     let start = Instant::now();
+    let Models { mut senior, copy, junior } = models;
     let mut minis = plan(c, objective, inputs);
-    if let Err(e) = old_log_probs(c, &senior, junior, objective, inputs, &mut minis) {
+    let scored = old_log_probs(c, &copy, junior, objective, inputs, &mut minis);
+    drop(copy);
+    if let Err(e) = scored {
         return Err((senior, e));
     }
     let time_old = start.elapsed().as_secs_f64();
@@ -146,18 +156,17 @@ fn token_batch(inputs: &Inputs<'_>, rows: &[usize]) -> Result<(TokenBatch, Vec<u
     Ok((sequences(&rows)?, rows.iter().map(|(p, _)| p.len()).collect()))
 }
 
-/// π_old by the senior before any update (a gradient-free copy) for every mini-batch
+/// π_old by the senior before any update (its gradient-free `copy`) for every mini-batch
 /// after the first (see [`Micro::old`]), and the junior's
 /// log-probs when the objective needs a reference; both at the sampling temperature.
 fn old_log_probs<P: Policy>(
     c: &TrainConfig,
-    senior: &P,
+    copy: &P,
     junior: &dyn Partner,
     objective: &dyn Objective,
     inputs: &Inputs<'_>,
     minis: &mut [MiniBatch],
 ) -> Result<()> {
-    let copy = senior.frozen();
     let t = c.sampling.temperature;
     for (m, mini) in minis.iter_mut().enumerate() {
         for micro in &mut mini.micros {
