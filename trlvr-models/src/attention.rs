@@ -219,21 +219,29 @@ struct State<T, L> {
     blocks: Blocks,
 }
 
-/// The blocked attention as a backend operation, so its backward can be written by hand.
-#[backend_extension(
-    Flex: cfg(feature = "flex"),
-    LibTorch: cfg(feature = "tch"),
-    Cube: cfg(feature = "cuda"),
-    Autodiff
-)]
-pub trait RecomputedAttention: Backend {
-    /// [`attend`] under autodiff; see the module doc.
-    fn recomputed_attention(
-        q: FloatTensor<Self>,
-        keys: FloatTensor<Self>,
-        values: FloatTensor<Self>,
-        blocks: Blocks,
-    ) -> FloatTensor<Self>;
+pub use op::RecomputedAttention;
+
+#[allow(deprecated)] // the generated LibTorch arm: burn-tch is deprecated in Burn 0.22
+mod op {
+    use super::{Backend, Blocks, FloatTensor, backend_extension};
+
+    /// The blocked attention as a backend operation, so its backward can be written by
+    /// hand.
+    #[backend_extension(
+        Flex: cfg(feature = "flex"),
+        LibTorch: cfg(feature = "tch"),
+        Cube: cfg(feature = "cuda"),
+        Autodiff
+    )]
+    pub trait RecomputedAttention: Backend {
+        /// [`attend`](super::attend) under autodiff; see the module doc.
+        fn recomputed_attention(
+            q: FloatTensor<Self>,
+            keys: FloatTensor<Self>,
+            values: FloatTensor<Self>,
+            blocks: Blocks,
+        ) -> FloatTensor<Self>;
+    }
 }
 
 /// A backend primitive as a tensor of the high-level API (on that backend's device,
@@ -257,6 +265,7 @@ where
 macro_rules! forward_only {
     ($($backend:ty: $feature:literal),*) => {$(
         #[cfg(feature = $feature)]
+        #[allow(deprecated)] // burn-tch is deprecated in Burn 0.22; LibTorch stays an option here
         impl RecomputedAttention for $backend {
             fn recomputed_attention(
                 q: FloatTensor<Self>,
