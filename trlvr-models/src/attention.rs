@@ -69,18 +69,7 @@ pub fn attend(
         let scores = q.matmul(keys.swap_dims(2, 3)).mask_fill(hidden, f32::NEG_INFINITY);
         return probabilities(scores, values.dtype()).matmul(values).reshape([b, h, t, hd]);
     }
-    let q = q.reshape([b, kvh, g, t, hd]);
-    let blocks = Blocks::new(mask.clone(), block);
-    let outs: Vec<Tensor<5>> = blocks
-        .ranges()
-        .map(|(rows, s)| {
-            let scores = blocks.scores(&q, &keys, rows.clone(), s);
-            let v = values.clone().slice([0..b, 0..kvh, 0..s, 0..hd]);
-            let dtype = v.dtype();
-            probabilities(scores, dtype).matmul(v).reshape([b, kvh, g, rows.len(), hd])
-        })
-        .collect();
-    Tensor::cat(outs, 3).reshape([b, h, t, hd])
+    blocked(q, keys, values, &Blocks::new(mask.clone(), block), false).0
 }
 
 /// The softmax over keys, computed in f32 (half-precision scores lose the small
@@ -134,35 +123,37 @@ fn fold(x: &Tensor<5>, rows: Range<usize>) -> Tensor<4> {
     x.clone().slice([0..b, 0..kvh, 0..g, rows, 0..hd]).reshape([b, kvh, g * n, hd])
 }
 
-/// The forward of the recomputed attention: the output `[b, heads, t, hd]` (in the
-/// values' dtype) and each query's log-sum-exp of its scores, `[b, kv_heads, group, t, 1]`
-/// in f32, all the backward needs besides the inputs.
-fn forward_with_lse(
+/// The blocks, one after the other: the output `[b, heads, t, hd]` (in the values' dtype)
+/// and, with `lse`, each query's log-sum-exp of its scores, `[b, kv_heads, group, t, 1]`
+/// in f32: what the recomputed attention's backward needs besides the inputs. Its
+/// forward is thus the inference computation itself, bit for bit.
+fn blocked(
     q: Tensor<4>,
     keys: Tensor<4>,
     values: Tensor<4>,
     blocks: &Blocks,
-) -> (Tensor<4>, Tensor<5>) {
+    lse: bool,
+) -> (Tensor<4>, Option<Tensor<5>>) {
     let [b, h, t, hd] = q.dims();
     let kvh = keys.dims()[1];
     let g = h / kvh;
     let q = q.reshape([b, kvh, g, t, hd]);
-    let (outs, lses): (Vec<Tensor<5>>, Vec<Tensor<5>>) = blocks
+    let (outs, lses): (Vec<Tensor<5>>, Vec<Option<Tensor<5>>>) = blocks
         .ranges()
         .map(|(rows, s)| {
             let n = rows.len();
             let scores = blocks.scores(&q, &keys, rows, s);
-            // The probabilities from the backend's softmax, as inference computes them, so
-            // the training forward gives the rollouts' values bit for bit.
-            let max = scores.clone().max_dim(3);
-            let lse =
-                (max.clone() + (scores.clone() - max).exp().sum_dim(3).log()).reshape([b, kvh, g, n, 1]);
+            let lse = lse.then(|| {
+                let max = scores.clone().max_dim(3);
+                (max.clone() + (scores.clone() - max).exp().sum_dim(3).log()).reshape([b, kvh, g, n, 1])
+            });
             let v = values.clone().slice([0..b, 0..kvh, 0..s, 0..hd]);
-            let out = softmax(scores, 3).cast(v.dtype()).matmul(v).reshape([b, kvh, g, n, hd]);
+            let out = probabilities(scores, v.dtype()).matmul(v).reshape([b, kvh, g, n, hd]);
             (out, lse)
         })
         .unzip();
-    (Tensor::cat(outs, 3).reshape([b, h, t, hd]), Tensor::cat(lses, 3))
+    let lse = lses.into_iter().collect::<Option<Vec<_>>>().map(|l| Tensor::cat(l, 3));
+    (Tensor::cat(outs, 3).reshape([b, h, t, hd]), lse)
 }
 
 /// Gradients of the queries, keys and values given the output's gradient `grad`,
@@ -273,7 +264,7 @@ macro_rules! forward_only {
                 values: FloatTensor<Self>,
                 blocks: Blocks,
             ) -> FloatTensor<Self> {
-                unwrap::<Self, 4>(forward_with_lse(wrap::<Self, 4>(q), wrap::<Self, 4>(keys), wrap::<Self, 4>(values), &blocks).0)
+                unwrap::<Self, 4>(blocked(wrap::<Self, 4>(q), wrap::<Self, 4>(keys), wrap::<Self, 4>(values), &blocks, false).0)
             }
         }
     )*};
@@ -332,12 +323,14 @@ where
             OpsKind::Tracked(prep) => {
                 let (q, keys, values) =
                     (q.primitive().clone(), keys.primitive().clone(), values.primitive().clone());
-                let (out, lse) = forward_with_lse(
+                let (out, lse) = blocked(
                     wrap::<B, 4>(q.clone()),
                     wrap::<B, 4>(keys.clone()),
                     wrap::<B, 4>(values.clone()),
                     &blocks,
+                    true,
                 );
+                let lse = lse.expect("asked for");
                 let out = unwrap::<B, 4>(out);
                 let state = State { q, keys, values, out: out.clone(), lse: unwrap::<B, 5>(lse), blocks };
                 prep.finish(state, out)

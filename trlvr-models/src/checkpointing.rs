@@ -9,8 +9,7 @@
 //! both the head's and the input's share). At most one block's activations exist at a
 //! time, against every block's in one backward pass; the price is a second forward pass.
 
-use burn::module::{Module, ModuleVisitor, Param};
-use burn::optim::GradientsParams;
+use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::prelude::*;
 use burn::tensor::{DType, GradientCheckpointingStrategy};
 use trlvr::model::{LOG_PROB_CHUNK, Scored, lean_token_log_probs};
@@ -64,12 +63,12 @@ impl Decoder {
         let (ids, _) = self.padded_ids(&rows, &device)?;
         let pass = self.pass(dims, &lengths, None, &device)?;
         Ok(Scored::with_gradients(values, move |upstream| {
-            let mut total = GradientsParams::new();
+            let mut total = GradientsAccumulator::<Decoder>::new();
             let missing = |what: &str| trlvr::Error::Shape(format!("no gradient reached {what}"));
             // The LM head: dL/dhidden, and the head's weight (the embedding's when tied).
             let mut grads = head.surrogate(upstream)?.backward();
             let g = hidden.grad_remove(&mut grads).ok_or_else(|| missing("the final hidden states"))?;
-            add(&mut total, GradientsParams::from_module(&mut grads, self), self);
+            total.accumulate(self, GradientsParams::from_module(&mut grads, self));
             // One segment: recompute it from its saved input with a graph, backpropagate
             // `g` through it; its input's gradient is the next segment's `g`.
             let segment = |input: Tensor<3>, g: Tensor<3>, f: &dyn Fn(Tensor<3>) -> Tensor<3>| {
@@ -80,18 +79,16 @@ impl Decoder {
             };
             // The final norm, then the blocks from the last.
             let (mut g, mut grads) = segment(last, g, &|x| self.finish(x, &pass))?;
-            add(&mut total, GradientsParams::from_module(&mut grads, &self.norm), &self.norm);
+            total.accumulate(self, GradientsParams::from_module(&mut grads, &self.norm));
             for (l, input) in inputs.into_iter().enumerate().rev() {
                 let (next, mut grads) = segment(input, g, &|x| self.block(l, x, &pass, None))?;
                 g = next;
-                let layer = &self.layers[l];
-                add(&mut total, GradientsParams::from_module(&mut grads, layer), layer);
+                total.accumulate(self, GradientsParams::from_module(&mut grads, &self.layers[l]));
             }
             // The embedding.
             let mut grads = along(self.embed(ids, &pass), g).backward();
-            let embed = &self.embed_tokens;
-            add(&mut total, GradientsParams::from_module(&mut grads, embed), embed);
-            Ok(total)
+            total.accumulate(self, GradientsParams::from_module(&mut grads, &self.embed_tokens));
+            Ok(total.grads())
         }))
     }
 }
@@ -101,24 +98,4 @@ impl Decoder {
 fn along(y: Tensor<3>, g: Tensor<3>) -> Tensor<1> {
     let dtype = y.dtype();
     (y * g.cast(dtype).autodiff()).cast(DType::F32).sum()
-}
-
-/// Adds `part`'s gradients of `module`'s parameters into `total`.
-fn add<M: Module>(total: &mut GradientsParams, mut part: GradientsParams, module: &M) {
-    struct Add<'a> {
-        total: &'a mut GradientsParams,
-        part: &'a mut GradientsParams,
-    }
-    impl ModuleVisitor for Add<'_> {
-        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-            if let Some(g) = self.part.remove::<D>(param.id) {
-                let sum = match self.total.remove::<D>(param.id) {
-                    Some(t) => t + g,
-                    None => g,
-                };
-                self.total.register(param.id, sum);
-            }
-        }
-    }
-    module.visit(&mut Add { total, part: &mut part });
 }
