@@ -20,6 +20,7 @@ use trlvr::prelude::*;
 use trlvr_verifiers::{Extraction, MathVerifier};
 
 use crate::model::{Loaded, resolve_model};
+use crate::options::PrecisionArgs;
 use crate::recipe::Precision;
 
 /// Arguments of `trlvr eval`.
@@ -80,10 +81,9 @@ pub struct Args {
     /// flex, cuda[:N], tch, tch-cuda[:N].
     #[arg(long, default_value = "flex")]
     device: String,
-    /// Both models' weights and forward pass in this precision (bf16 halves their memory
-    /// and KV caches; log-probs stay f32). Default f32.
-    #[arg(long, value_enum)]
-    dtype: Option<Precision>,
+    /// Both models' precision.
+    #[command(flatten)]
+    precision: PrecisionArgs,
 }
 
 /// How answers are extracted from responses.
@@ -115,12 +115,8 @@ pub fn run(args: &Args) -> Result<()> {
     let datasets = args.data.iter().map(|d| resolve(d, args.limit)).collect::<Result<Vec<_>>>()?;
     let device = parse_device(&args.device)?;
     let load = |path: &Path| -> Result<Loaded> {
-        let mut model = Loaded::from_path(&resolve_model(&path.to_string_lossy())?, &device)?;
-        if let Some(precision) = args.dtype {
-            model.decoder =
-                model.decoder.with_compute_dtype(precision.dtype()).with_weights_in_compute_dtype();
-        }
-        Ok(model)
+        Ok(Loaded::from_path(&resolve_model(&path.to_string_lossy())?, &device)?
+            .in_precision(args.precision.dtype))
     };
     let senior = load(&args.senior)?;
     let junior = args.junior.as_deref().map(load).transpose()?;
@@ -185,7 +181,7 @@ pub fn run(args: &Args) -> Result<()> {
     settings["senior"] = senior_id.clone();
     settings["junior"] = junior_id.clone();
     settings["template"] = json!(DEFAULT_TEMPLATE);
-    if let Some(precision) = args.dtype.filter(|&p| p != Precision::F32) {
+    if let Some(precision) = args.precision.dtype.filter(|&p| p != Precision::F32) {
         settings["dtype"] = json!(precision.name());
     }
     let samples_path = args.out.join("samples.jsonl");

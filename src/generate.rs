@@ -8,7 +8,7 @@ use trlvr::device::parse_device;
 use trlvr::prelude::*;
 
 use crate::model::Loaded;
-use crate::options::SamplingArgs;
+use crate::options::{PrecisionArgs, SamplingArgs};
 use crate::progress::{rollout_bar, show};
 
 /// Arguments of `trlvr generate`.
@@ -32,12 +32,15 @@ pub struct Args {
     /// flex, cuda[:N], tch, tch-cuda[:N].
     #[arg(long, default_value = "flex")]
     device: String,
+    /// The model's precision.
+    #[command(flatten)]
+    precision: PrecisionArgs,
 }
 
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device)?;
-    let model = Loaded::from_path(&args.model, &device)?;
+    let model = Loaded::from_path(&args.model, &device)?.in_precision(args.precision.dtype);
     let classes = TokenClasses::from_tokenizer(&model.tokenizer, &model.eos)?;
     let prompt = model.prompt(&args.prompt, args.raw)?;
     let config = RolloutConfig {

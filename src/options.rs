@@ -1,8 +1,10 @@
-//! Options shared by several commands: the handoff schedule and the sampler.
+//! Options shared by several commands: the handoff schedule, the sampler and the precision.
 
 use anyhow::Result;
 use clap::ValueEnum;
 use trlvr::prelude::*;
+
+use crate::recipe::Precision;
 
 /// The built-in handoff schedules.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -69,4 +71,13 @@ impl SamplingArgs {
             top_k: self.top_k,
         }
     }
+}
+
+/// `--dtype`.
+#[derive(Debug, clap::Args)]
+pub struct PrecisionArgs {
+    /// The models' weights and forward pass in this precision (bf16 halves their memory
+    /// and KV caches; log-probs stay f32). Default f32.
+    #[arg(long, value_enum)]
+    pub dtype: Option<Precision>,
 }

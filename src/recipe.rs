@@ -53,7 +53,7 @@ pub struct ModelSpec {
     pub layer_checkpointing: bool,
 }
 
-/// A float precision of the recipe (and of `trlvr eval --dtype`).
+/// A float precision of the recipe (and of the commands' `--dtype`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {

@@ -14,6 +14,7 @@ use trlvr::device::parse_device;
 use trlvr::prelude::*;
 
 use crate::model::Loaded;
+use crate::options::PrecisionArgs;
 
 /// Arguments of `trlvr score`.
 #[derive(Debug, clap::Args)]
@@ -30,6 +31,9 @@ pub struct Args {
     /// flex, cuda[:N], tch, tch-cuda[:N].
     #[arg(long, default_value = "flex")]
     device: String,
+    /// The model's precision.
+    #[command(flatten)]
+    precision: PrecisionArgs,
 }
 
 #[derive(Deserialize)]
@@ -50,7 +54,7 @@ struct Item {
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device)?;
-    let model = Loaded::from_path(&args.model, &device)?;
+    let model = Loaded::from_path(&args.model, &device)?.in_precision(args.precision.dtype);
     let reader = crate::input::open(&args.input)?;
     let mut out = std::io::stdout().lock();
     let mut pending = Vec::new();

@@ -11,7 +11,7 @@ use trlvr_verifiers::check;
 
 use crate::handoff::marked;
 use crate::model::Loaded;
-use crate::options::{SamplingArgs, ScheduleArgs};
+use crate::options::{PrecisionArgs, SamplingArgs, ScheduleArgs};
 use crate::progress::{rollout_bar, show};
 
 /// Arguments of `trlvr tandem`.
@@ -55,6 +55,9 @@ pub struct Args {
     /// flex, cuda[:N], tch, tch-cuda[:N].
     #[arg(long, default_value = "flex")]
     device: String,
+    /// Both models' precision.
+    #[command(flatten)]
+    precision: PrecisionArgs,
     /// One JSON line per rollout (tokens, owners, log-probs, ...) instead of marked text.
     #[arg(long)]
     json: bool,
@@ -69,11 +72,11 @@ fn parse_catch_up(name: &str) -> Result<CatchUp, String> {
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device)?;
-    let senior = Loaded::from_path(&args.senior, &device)?;
-    let junior = match &args.junior {
-        Some(path) => Some(Loaded::from_path(path, &device)?),
-        None => None,
+    let load = |path: &PathBuf| {
+        Ok::<_, anyhow::Error>(Loaded::from_path(path, &device)?.in_precision(args.precision.dtype))
     };
+    let senior = load(&args.senior)?;
+    let junior = args.junior.as_ref().map(load).transpose()?;
     if let Some(junior) = &junior
         && junior.tokenizer.get_vocab(true) != senior.tokenizer.get_vocab(true)
     {

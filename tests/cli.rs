@@ -175,6 +175,35 @@ fn score_gives_per_token_log_probs_and_cross_entropy() {
 }
 
 #[test]
+fn score_and_generate_in_bf16_stay_close_to_f32() {
+    let model = smollm2();
+    let input = [
+        r#"{"text": "The capital of France is Paris."}"#,
+        r#"{"text": "Paris capital France the of is The."}"#,
+    ]
+    .join("\n");
+    let mean_ce = |dtype: &str| -> Vec<f64> {
+        let (code, out, err) = trlvr(&["score", "--model", &model, "--input", "-", "--dtype", dtype], &input);
+        assert_eq!(code, 0, "{err}");
+        out.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["mean_ce"].as_f64().unwrap())
+            .collect()
+    };
+    let (f32, bf16) = (mean_ce("f32"), mean_ce("bf16"));
+    eprintln!("mean cross-entropy f32 {f32:?}, bf16 {bf16:?}");
+    for (a, b) in f32.iter().zip(&bf16) {
+        assert_ne!(a, b, "bf16 really ran in bf16");
+        assert!((a - b).abs() < 0.05 * a, "bf16 {b} vs f32 {a}");
+    }
+    assert!(bf16[0] < bf16[1], "the fluent sentence stays the more legible");
+    let args =
+        ["generate", "--model", &model, "--prompt", "What is the capital of France?", "--dtype", "bf16"];
+    let (code, out, err) = trlvr(&[&args[..], &["--max-new-tokens", "24"]].concat(), "");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Paris"), "{out}");
+}
+
+#[test]
 fn tandem_marks_each_author_and_replays() {
     let model = smollm2();
     let args = [
