@@ -125,7 +125,7 @@ fn main() {
             let current = senior.take().expect("the senior");
             let micro =
                 MicroBatch { rows: &pairs, advantages: &advantages, old: None, reference: None, normalizer };
-            let (grads, _) = micro_batch_grads(&current, &grpo, 0.6, &micro).expect("step");
+            let (grads, _) = micro_batch_grads(&current, &grpo, 0.6, &micro, 1.0).expect("step");
             let grads: GradientsParams = grads;
             // Wait for the device (kernels are queued) before reading the clock.
             let embed = grads.get::<2>(current.embed_tokens.weight.id).expect("a gradient");

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 use trlvr::data::{DEFAULT_TEMPLATE, DataSpec};
-use trlvr::train::TrainConfig;
+use trlvr::train::{LossScaling, TrainConfig};
 
 /// The three arms of the paper's comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,7 +43,8 @@ pub struct ModelSpec {
     pub device: String,
     /// The forward pass's precision. `bf16` is mixed precision for the senior: activations
     /// and matmuls in it, weights, gradients and AdamW's moments f32
-    /// (`Decoder::with_compute_dtype`). Default f32; `f16` is refused (no loss scaling).
+    /// (`Decoder::with_compute_dtype`). Default f32; `f16` turns on dynamic loss scaling
+    /// (`[train.loss_scaling]`, defaults filled in), which its small gradients need.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<Precision>,
     /// Per-layer activation checkpointing (`Decoder::with_layer_checkpointing`): training
@@ -241,11 +242,8 @@ impl Recipe {
                 partner.name
             );
         }
-        if self.senior.dtype == Some(Precision::F16) {
-            bail!(
-                "senior.dtype = \"f16\": training in f16 needs loss scaling, which trlvr does not do (small \
-                 gradients underflow); use \"bf16\" (f16 is fine for the junior and for trlvr eval)"
-            );
+        if self.senior.dtype == Some(Precision::F16) && self.train.loss_scaling.is_none() {
+            self.train.loss_scaling = Some(LossScaling::default());
         }
         if self.senior.layer_checkpointing && self.train.gradient_checkpointing {
             bail!(
@@ -357,8 +355,13 @@ mod tests {
     fn precisions_are_named_and_a_partner_takes_none() {
         let path = write("dtype", BASE);
         let recipe = Recipe::load(&path, &["senior.dtype=bf16".into(), "junior.dtype=f16".into()]).unwrap();
-        let err = Recipe::load(&path, &["senior.dtype=f16".into()]).unwrap_err().to_string();
-        assert!(err.contains("loss scaling"), "{err}");
+        assert_eq!(recipe.train.loss_scaling, None, "bf16 needs no loss scaling");
+        // f16 turns loss scaling on, with the defaults unless the recipe gives its own.
+        let f16 = Recipe::load(&path, &["senior.dtype=f16".into()]).unwrap();
+        assert_eq!(f16.train.loss_scaling, Some(LossScaling::default()));
+        let own = ["senior.dtype=f16".to_string(), "train.loss_scaling.initial=1024.0".into()];
+        let f16 = Recipe::load(&path, &own).unwrap();
+        assert_eq!(f16.train.loss_scaling.map(|s| (s.initial, s.growth_interval)), Some((1024.0, 200)));
         assert_eq!(recipe.senior.dtype, Some(Precision::Bf16));
         assert_eq!(recipe.junior.as_ref().and_then(|j| j.dtype), Some(Precision::F16));
         assert_eq!(Precision::Bf16.dtype(), burn::tensor::DType::BF16);

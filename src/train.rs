@@ -221,9 +221,11 @@ pub fn run(args: &Args) -> Result<()> {
     );
 
     if let Some(precision) = recipe.senior.dtype.filter(|&p| p != Precision::F32) {
+        let scaling = recipe.train.loss_scaling.map(|s| format!(", its loss scaled from {}", s.initial));
         eprintln!(
-            "the senior computes in {} with f32 weights and optimizer state (mixed precision)",
-            precision.name()
+            "the senior computes in {} with f32 weights and optimizer state (mixed precision){}",
+            precision.name(),
+            scaling.unwrap_or_default()
         );
     }
     if let Some(precision) = recipe.junior.as_ref().and_then(|j| j.dtype).filter(|&p| p != Precision::F32) {
@@ -271,9 +273,16 @@ impl StepProgress {
     fn step(&self, m: &StepMetrics) {
         let validation =
             m.validation_pass1.map(|v| format!("  validation pass@1 {v:.3}")).unwrap_or_default();
+        let scale = match m.loss_scale {
+            Some(s) if m.skipped_updates > 0 => {
+                format!("  loss scale {s} ({} updates skipped)", m.skipped_updates)
+            }
+            Some(s) => format!("  loss scale {s}"),
+            None => String::new(),
+        };
         let line = format!(
             "step {}/{}  reward {:.3}  acc {:.3}  senior {:.2}  len {:.0}/{}  trunc {:.2}  loss {:+.4}  \
-             clip {:.3}  gnorm {:.3}  lr {:.2e}  {:.1} s (rollout {:.1}, π_old {:.1}, update {:.1}), {:.0} tok/s{validation}",
+             clip {:.3}  gnorm {:.3}  lr {:.2e}  {:.1} s (rollout {:.1}, π_old {:.1}, update {:.1}), {:.0} tok/s{scale}{validation}",
             m.step,
             self.total,
             m.reward_mean,

@@ -9,7 +9,9 @@ use burn::prelude::*;
 use trlvr::mask::Normalizer;
 use trlvr::objective::{Metrics, ObjectiveOutput};
 use trlvr::prelude::*;
-use trlvr::train::{Example, MicroBatch, RunDir, StepMetrics, Task, TrainConfig, Trainer, objective_batch};
+use trlvr::train::{
+    Example, LossScaling, MicroBatch, RunDir, StepMetrics, Task, TrainConfig, Trainer, objective_batch,
+};
 use trlvr_junior_kl::JuniorKl;
 use trlvr_models::{Decoder, load_hf_dir};
 
@@ -488,5 +490,55 @@ fn per_layer_checkpointing_trains_the_same() {
         for (w, g) in norms(&want.0).iter().zip(norms(&got.0)) {
             assert!((w - g).abs() <= 1e-4 * w.abs().max(1e-3), "bf16 {bf16}: gradient norms {w} vs {g}");
         }
+    }
+}
+
+#[test]
+fn f16_training_skips_overflowing_updates_and_resumes_with_its_loss_scale() {
+    let (classes, train) = (classes(), examples());
+    let junior = fixture("qwen3-tiny-tied", &Device::default());
+    let grpo = Grpo::new(GrpoConfig::default()).unwrap();
+    let word = WordBoundary::new(0.5, 32).unwrap();
+    // Large enough that the first f16 backward passes overflow.
+    let initial = 2f64.powi(20);
+    let make = |steps: usize| {
+        let senior = fixture("qwen3-tiny-tied", &Device::default().autodiff())
+            .with_compute_dtype(burn::tensor::DType::F16);
+        let config =
+            TrainConfig { loss_scaling: Some(LossScaling { initial, growth_interval: 3 }), ..config(steps) };
+        Trainer::new(config, senior, &junior, &word, &grpo, task(&train, &classes)).unwrap()
+    };
+    let whole = RunDir::open(temp_dir("f16-whole")).unwrap();
+    let mut straight = make(4);
+    straight.fit(&whole, &mut |_| {}, &mut |_| {}).unwrap();
+    let lines = metrics(&whole);
+    let summary: Vec<(usize, Option<f64>, f64)> =
+        lines.iter().map(|m| (m.skipped_updates, m.loss_scale, m.grad_norm)).collect();
+    eprintln!("f16 steps (skipped updates, loss scale, gradient norm): {summary:?}");
+    // Step 1 can make no more than two updates, so the scale has not grown yet: it halved
+    // once per skipped update.
+    let first = &lines[0];
+    assert!(first.skipped_updates >= 1, "{summary:?}");
+    assert_eq!(first.loss_scale, Some(initial / 2f64.powi(first.skipped_updates as i32)));
+    // Once the scale is low enough updates go ahead (a step's norm is the mean over its
+    // updates: 0 when all were skipped), with finite norms, and move the weights.
+    assert!(lines[1..].iter().all(|m| m.grad_norm > 0.0), "{summary:?}");
+    assert!(lines.iter().all(|m| m.grad_norm.is_finite() && m.loss.is_finite()));
+    assert_ne!(params(straight.senior()), params(&fixture("qwen3-tiny-tied", &Device::default())));
+
+    // The scale is part of the checkpoint: resumed at step 2, the run repeats the
+    // uninterrupted one, skips and scales included.
+    let split = RunDir::open(temp_dir("f16-split")).unwrap();
+    make(2).fit(&split, &mut |_| {}, &mut |_| {}).unwrap();
+    let (step, dir) = split.checkpoints().unwrap().pop().unwrap();
+    assert_eq!(step, 2);
+    let mut resumed = make(4).resume(&dir).unwrap();
+    assert_eq!(resumed.state().loss_scale.map(|s| s.scale), lines[1].loss_scale);
+    resumed.fit(&split, &mut |_| {}, &mut |_| {}).unwrap();
+    let (a, b) = (metrics(&whole), metrics(&split));
+    assert_eq!(a.iter().map(timeless).collect::<Vec<_>>(), b.iter().map(timeless).collect::<Vec<_>>());
+    assert_eq!(params(straight.senior()), params(resumed.senior()), "weights bit for bit");
+    for run in [whole, split] {
+        let _ = std::fs::remove_dir_all(run.root());
     }
 }

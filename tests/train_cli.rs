@@ -165,8 +165,8 @@ fn a_recipe_with_both_devices_trains_and_bad_devices_are_named() {
 }
 
 /// `[senior] dtype = "bf16"` trains in mixed precision (the checkpoint's weights stay
-/// f32), `[junior] dtype = "bf16"` casts the frozen junior; a precision that does not
-/// exist is refused with the ones that do.
+/// f32), `[junior] dtype = "bf16"` casts the frozen junior; `f16` scales the loss; a
+/// precision that does not exist is refused with the ones that do.
 #[test]
 fn mixed_precision_from_the_recipe_trains_and_checkpoints_f32() {
     let dir = temp("dtype");
@@ -204,6 +204,18 @@ fn mixed_precision_from_the_recipe_trains_and_checkpoints_f32() {
         .map(|(_, v)| v["dtype"].as_str().unwrap())
         .collect();
     assert!(!dtypes.is_empty() && dtypes.iter().all(|&d| d == "F32"), "{dtypes:?}");
+
+    // f16 turns on dynamic loss scaling, written into the resolved recipe and each step.
+    let f16 = dir.join("f16");
+    let (code, text) =
+        trlvr(&["train", "--config", c, "--out", f16.to_str().unwrap(), "--set", "senior.dtype=f16"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("computes in f16") && text.contains("loss scaled from 65536"), "{text}");
+    let resolved = std::fs::read_to_string(f16.join("config.toml")).unwrap();
+    assert!(resolved.contains("[train.loss_scaling]"), "{resolved}");
+    let metrics = lines(&f16.join("metrics.jsonl"));
+    assert_eq!(metrics.len(), 2);
+    assert!(metrics.iter().all(|m| m["loss_scale"].as_f64().is_some_and(|s| s >= 1.0)), "{metrics:?}");
 
     let bad = dir.join("bad");
     let (code, text) =

@@ -1,7 +1,8 @@
 //! Mixed precision: an f32 checkpoint computing in bf16 (`Decoder::with_compute_dtype`)
 //! keeps f32 weights, gradients and AdamW moments (master weights) while its logits move
 //! by bf16's rounding only; its frozen copy holds bf16 weights and gives the same logits
-//! bit for bit; an update of 1e-6 moves the f32 weights where bf16 weights would not move.
+//! bit for bit; an update of 1e-6 moves the f32 weights where bf16 weights would not move;
+//! in f16 the gradients of a realistically small loss need it scaled.
 //!
 //! The device comes from `TRLVR_TEST_DEVICE` (default `tch` with that feature, else
 //! `flex`); it keeps its default f32 dtype.
@@ -136,4 +137,41 @@ fn master_weights_keep_updates_that_bf16_would_round_away() {
     // weight decay alone, below f32's resolution.
     assert!(moved as f64 > 0.5 * total as f64, "{moved} of {total} moved");
     assert!(moved > 50 * moved_in_bf16, "{moved_in_bf16} of {total} moved in bf16, {moved} in f32");
+}
+
+#[test]
+fn f16_gradients_need_the_loss_scaled() {
+    let (spec, device) = device();
+    let device = device.autodiff();
+    let want = reference("qwen3-tiny-untied");
+    let batch = TokenBatch::new(want.tokens.clone(), want.pad_id).unwrap();
+    let from: Vec<usize> = want.tokens.iter().map(|_| 1).collect();
+    // A token's share of the loss at the paper's scale: ~1 / 400,000 tokens.
+    let gradient = |model: &Decoder, scale: f32, id| {
+        let loss = model.log_probs_from(&batch, 0.6, &from).unwrap().sum().neg() * (scale / 4e5);
+        let grads = GradientsParams::from_grads(loss.backward(), model);
+        to_vec(grads.get::<2>(id).unwrap()).iter().map(|g| g / scale).collect::<Vec<f32>>()
+    };
+    let plain = load_hf_dir(fixture("qwen3-tiny-untied"), &device).unwrap().0;
+    let f16 = plain.clone().with_compute_dtype(DType::F16);
+    let dot = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| p * q).sum::<f32>();
+    let zeros = |x: &[f32]| x.iter().filter(|g| **g == 0.0).count();
+    let id = f16.layers[0].mlp.down_proj.weight.id;
+    let want = gradient(&plain, 1.0, id);
+    assert_eq!(zeros(&want), 0);
+    let mut cosines = Vec::new();
+    for scale in [1.0, 65536.0] {
+        let got = gradient(&f16, scale, id);
+        let cosine = dot(&want, &got) / (dot(&want, &want) * dot(&got, &got)).sqrt();
+        eprintln!(
+            "{spec} f16, loss scale {scale}: cosine {cosine}, {} of {} entries zero",
+            zeros(&got),
+            got.len()
+        );
+        cosines.push((cosine, zeros(&got)));
+    }
+    // Unscaled, the smallest entries flush to zero; scaled by 2^16 they survive.
+    let [(raw, raw_zeros), (scaled, scaled_zeros)] = cosines[..] else { unreachable!() };
+    assert!(raw_zeros > 20 && scaled_zeros == 0, "zeros: {raw_zeros} unscaled, {scaled_zeros} scaled");
+    assert!(raw < 0.999 && scaled > 0.9999, "cosine with f32: {raw} unscaled, {scaled} scaled");
 }

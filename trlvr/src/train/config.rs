@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::scaling::LossScaling;
 use crate::advantage::AdvantageNorm;
 use crate::rollout::{CatchUp, Sampling};
 use crate::{Error, Result};
@@ -118,6 +119,9 @@ pub struct TrainConfig {
     /// memory (docs/memory.md). Burn sets it on the device, so the senior must live on
     /// `device.autodiff().gradient_checkpointing()`; `trlvr train` does that.
     pub gradient_checkpointing: bool,
+    /// Dynamic loss scaling ([`LossScaling`]): needed by a senior computing in f16, whose
+    /// small activation gradients would otherwise underflow. Off by default.
+    pub loss_scaling: Option<LossScaling>,
 }
 
 impl Default for TrainConfig {
@@ -148,6 +152,7 @@ impl Default for TrainConfig {
             keep_last: 2,
             samples_per_step: 2,
             gradient_checkpointing: false,
+            loss_scaling: None,
         }
     }
 }
@@ -195,6 +200,9 @@ impl TrainConfig {
             && !(0.0..=1.0).contains(&min_ratio)
         {
             return Err(Error::Config(format!("lr_schedule.min_ratio must lie in [0, 1], got {min_ratio}")));
+        }
+        if let Some(scaling) = &self.loss_scaling {
+            scaling.validate()?;
         }
         self.sampling.validate()?;
         self.validation_sampling.validate()

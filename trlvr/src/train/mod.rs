@@ -54,6 +54,7 @@
 mod checkpoint;
 mod config;
 mod run;
+mod scaling;
 pub mod sft;
 mod update;
 
@@ -68,6 +69,7 @@ use serde::{Deserialize, Serialize};
 
 pub use config::{LrSchedule, TrainConfig};
 pub use run::RunDir;
+pub use scaling::{LossScale, LossScaling};
 pub use sft::{SftConfig, SftExample, fit_sft, sft_loss};
 pub use update::{MicroBatch, micro_batch_grads, objective_batch, sequences};
 
@@ -147,6 +149,9 @@ pub struct TrainState {
     pub step: usize,
     /// The best validation so far: (step, pass@1).
     pub best: Option<(usize, f64)>,
+    /// The loss scale, when the run scales its loss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_scale: Option<LossScale>,
 }
 
 /// One line of `metrics.jsonl`: what a step did and how long it took.
@@ -178,8 +183,14 @@ pub struct StepMetrics {
     pub dual_clip_frac: f64,
     /// Mean KL estimate, when the objective has one (`kl` or `junior_kl`).
     pub kl: Option<f64>,
-    /// Global gradient norm before clipping (mean over mini-batches).
+    /// Global gradient norm before clipping (mean over the updates made).
     pub grad_norm: f64,
+    /// Mini-batches whose update was skipped: their gradients overflowed the loss scale.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped_updates: usize,
+    /// The loss scale after the step, when the run scales its loss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_scale: Option<f64>,
     /// Learning rate of this step.
     pub lr: f64,
     /// Response tokens written per second of rollout.
@@ -196,6 +207,10 @@ pub struct StepMetrics {
     pub time_update_s: f64,
     /// Solo pass@1 on the validation set, on the steps that validate.
     pub validation_pass1: Option<f64>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A rollout kept for `samples.jsonl`.
@@ -289,6 +304,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
             .with_epsilon(config.adam_eps as f32)
             .with_weight_decay(config.weight_decay as f32)
             .init();
+        let loss_scale = config.loss_scaling.map(|s| s.start());
         Ok(Self {
             config,
             senior: Some(senior),
@@ -297,7 +313,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
             objective,
             task,
             optimizer,
-            state: TrainState::default(),
+            state: TrainState { loss_scale, ..TrainState::default() },
             export: None,
         })
     }
@@ -365,7 +381,15 @@ impl<'a, P: Policy> Trainer<'a, P> {
         let senior = self.senior.take().expect("the senior is present between calls");
         // The rollout copy (the same weights) scores π_old, then goes.
         let models = update::Models { senior, copy, junior: self.junior };
-        let result = update::run(&c, models, self.objective, &mut self.optimizer, &inputs, lr);
+        let result = update::run(
+            &c,
+            models,
+            self.objective,
+            &mut self.optimizer,
+            &inputs,
+            lr,
+            self.state.loss_scale.as_mut(),
+        );
         let (senior, report) = match result {
             Ok(done) => done,
             Err((senior, error)) => {
@@ -398,6 +422,8 @@ impl<'a, P: Policy> Trainer<'a, P> {
             dual_clip_frac: report.dual_clip_frac,
             kl: report.kl,
             grad_norm: report.grad_norm,
+            skipped_updates: report.skipped,
+            loss_scale: self.state.loss_scale.map(|s| s.scale),
             lr,
             rollout_tokens_per_s: tokens as f64 / time_rollout.max(1e-9),
             tokens_per_s: tokens as f64 / time.max(1e-9),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{StepMetrics, Trainer, checkpoint};
+use super::{StepMetrics, TrainState, Trainer, checkpoint};
 use crate::model::Policy;
 use crate::rollout::Progress;
 use crate::{Error, Result};
@@ -148,7 +148,10 @@ impl<P: Policy> Trainer<'_, P> {
         let (senior, optimizer, state) = checkpoint::load(dir, senior, optimizer)?;
         self.senior = Some(senior);
         self.optimizer = optimizer;
-        self.state = state;
+        // A checkpoint from before loss scaling was switched on starts the scale afresh.
+        let loss_scale = state.loss_scale.or_else(|| self.config.loss_scaling.map(|s| s.start()));
+        self.state =
+            TrainState { loss_scale: loss_scale.filter(|_| self.config.loss_scaling.is_some()), ..state };
         Ok(self)
     }
 

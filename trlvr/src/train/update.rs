@@ -1,5 +1,6 @@
 //! The update half of a step: π_old, then PPO mini-batches of micro-batches, a global
-//! gradient-norm clip and an optimizer step per mini-batch.
+//! gradient-norm clip (after unscaling, when the loss is scaled) and an optimizer step
+//! per mini-batch.
 
 use std::collections::HashSet;
 use std::time::Instant;
@@ -10,6 +11,7 @@ use burn::prelude::*;
 use burn::tensor::DType;
 
 use super::config::TrainConfig;
+use super::scaling::LossScale;
 use crate::mask::{Normalizer, RolloutMasks};
 use crate::model::{Partner, Policy};
 use crate::objective::{Metrics, Objective, ObjectiveBatch, host};
@@ -41,6 +43,7 @@ pub(super) struct Report {
     pub dual_clip_frac: f64,
     pub kl: Option<f64>,
     pub grad_norm: f64,
+    pub skipped: usize,
     pub time_old: f64,
     pub time_update: f64,
 }
@@ -60,8 +63,9 @@ struct MiniBatch {
     micros: Vec<Micro>,
 }
 
-/// π_old, then one optimizer update per mini-batch. On error the senior comes back
-/// unchanged by the failing mini-batch.
+/// π_old, then one optimizer update per mini-batch (skipped, with `loss_scale` halved,
+/// when its scaled gradients overflow). On error the senior comes back unchanged by the
+/// failing mini-batch.
 pub(super) fn run<P: Policy>(
     c: &TrainConfig,
     models: Models<'_, P>,
@@ -69,6 +73,7 @@ pub(super) fn run<P: Policy>(
     optimizer: &mut ModuleOptimizer,
     inputs: &Inputs<'_>,
     lr: f64,
+    mut loss_scale: Option<&mut LossScale>,
 ) -> std::result::Result<(P, Report), (P, Error)> {
     let start = Instant::now();
     let Models { mut senior, copy, junior } = models;
@@ -87,16 +92,27 @@ pub(super) fn run<P: Policy>(
         if mini.micros.is_empty() {
             continue;
         }
-        let (grads, metrics) = match mini_batch_grads(c, &senior, objective, inputs, mini) {
+        let scale = loss_scale.as_deref().map_or(1.0, |s| s.scale);
+        let (grads, metrics) = match mini_batch_grads(c, &senior, objective, inputs, mini, scale) {
             Ok(done) => done,
             Err(e) => return Err((senior, e)),
         };
-        let (grads, norm) = match clip_global_norm(&senior, grads, c.grad_clip) {
+        let (grads, norm) = match unscale_and_clip(&senior, grads, scale, c.grad_clip) {
             Ok(done) => done,
             Err(e) => return Err((senior, e)),
         };
-        if !norm.is_finite() {
-            return Err((senior, Error::NonFinite(format!("gradient norm is {norm}"))));
+        let proceed = match (loss_scale.as_deref_mut(), &c.loss_scaling) {
+            (Some(state), Some(scaling)) => state.record(norm, scaling.growth_interval),
+            _ if norm.is_finite() => Ok(true),
+            _ => Err(Error::NonFinite(format!("gradient norm is {norm}"))),
+        };
+        match proceed {
+            Ok(true) => {}
+            Ok(false) => {
+                report.skipped += 1;
+                continue;
+            }
+            Err(e) => return Err((senior, e)),
         }
         senior = optimizer.step(lr, senior, grads);
         updates += 1;
@@ -189,14 +205,15 @@ fn old_log_probs<P: Policy>(
 }
 
 /// Forward and backward over a mini-batch's micro-batches, with the mini-batch's
-/// denominators, gradients accumulated. Metrics: `loss` summed (micro-batch losses add
-/// up), the others weighted by the micro-batch's senior tokens.
+/// denominators, gradients accumulated (times `loss_scale`). Metrics: `loss` summed
+/// (micro-batch losses add up), the others weighted by the micro-batch's senior tokens.
 fn mini_batch_grads<P: Policy>(
     c: &TrainConfig,
     senior: &P,
     objective: &dyn Objective,
     inputs: &Inputs<'_>,
     mini: &MiniBatch,
+    loss_scale: f64,
 ) -> Result<(GradientsParams, Metrics)> {
     let mut accumulator = GradientsAccumulator::<P>::new();
     let mut metrics = Metrics::new();
@@ -214,7 +231,8 @@ fn mini_batch_grads<P: Policy>(
             reference: micro.reference.as_deref(),
             normalizer: mini.normalizer,
         };
-        let (grads, micro_metrics) = micro_batch_grads(senior, objective, c.sampling.temperature, &batch)?;
+        let (grads, micro_metrics) =
+            micro_batch_grads(senior, objective, c.sampling.temperature, &batch, loss_scale)?;
         let tokens = micro_metrics.get("senior_tokens").copied().unwrap_or(0.0);
         for (key, value) in &micro_metrics {
             let weighted = if key == "loss" || key == "senior_tokens" { *value } else { value * tokens };
@@ -244,8 +262,9 @@ pub struct MicroBatch<'a> {
 /// One micro-batch's parameter gradients and the objective's metrics, as a training step
 /// computes them: the senior's log-probs of `rows` from each response's start
 /// ([`Policy::scored_from`]), the objective on a leaf holding their values (laid out as
-/// [`objective_batch`] does), and the leaf's gradient handed back to the senior, so a
-/// decoder keeps no vocabulary-wide tensor per position for backward.
+/// [`objective_batch`] does), and the leaf's gradient, times `loss_scale` (1 = off; see
+/// [`LossScaling`](super::LossScaling)), handed back to the senior, so a decoder keeps no
+/// vocabulary-wide tensor per position for backward.
 ///
 /// # Errors
 /// Model and objective errors; [`Error::NonFinite`] for a NaN or infinite loss.
@@ -254,6 +273,7 @@ pub fn micro_batch_grads<P: Policy>(
     objective: &dyn Objective,
     temperature: f32,
     micro: &MicroBatch<'_>,
+    loss_scale: f64,
 ) -> Result<(GradientsParams, Metrics)> {
     let (tokens, prompt_lengths) = token_rows(micro.rows)?;
     let scored = senior.scored_from(&tokens, temperature, &prompt_lengths)?;
@@ -264,7 +284,10 @@ pub fn micro_batch_grads<P: Policy>(
     if !loss.is_finite() {
         return Err(Error::NonFinite(format!("loss is {loss}")));
     }
-    let upstream = leaf.grad(&out.loss.backward()).unwrap_or_else(|| leaf.zeros_like());
+    let mut upstream = leaf.grad(&out.loss.backward()).unwrap_or_else(|| leaf.zeros_like());
+    if loss_scale != 1.0 {
+        upstream = upstream * loss_scale;
+    }
     let grads = scored.gradients(upstream, senior)?;
     Ok((grads, out.metrics))
 }
@@ -327,21 +350,28 @@ fn batch_around(log_probs: Tensor<2>, micro: &MicroBatch<'_>) -> Result<Objectiv
     })
 }
 
-/// Scales all gradients together so their global L2 norm is at most `max_norm` (0 = no
-/// clipping); returns the norm before clipping. Burn's own clipping works per tensor.
-fn clip_global_norm<M: Module>(
+/// Divides gradients formed at `loss_scale` by it and scales them all together so their
+/// global L2 norm is at most `max_norm` (0 = no clipping), in one pass; returns the
+/// unscaled norm before clipping, and the gradients untouched when it is not finite.
+/// Burn's own clipping works per tensor.
+fn unscale_and_clip<M: Module>(
     module: &M,
     mut grads: GradientsParams,
+    loss_scale: f64,
     max_norm: f64,
 ) -> Result<(GradientsParams, f64)> {
     let mut squares = SquaredNorm { grads: &grads, seen: HashSet::new(), total: None };
     module.visit(&mut squares);
     let norm = match squares.total {
-        Some(total) => f64::from(host(total)?[0]).sqrt(),
+        Some(total) => f64::from(host(total)?[0]).sqrt() / loss_scale,
         None => 0.0,
     };
-    if max_norm > 0.0 && norm > max_norm {
-        let factor = max_norm / (norm + 1e-6);
+    if !norm.is_finite() {
+        return Ok((grads, norm));
+    }
+    let clip = if max_norm > 0.0 && norm > max_norm { max_norm / (norm + 1e-6) } else { 1.0 };
+    let factor = clip / loss_scale;
+    if factor != 1.0 {
         module.visit(&mut Scale { grads: &mut grads, seen: HashSet::new(), factor });
     }
     Ok((grads, norm))
