@@ -221,11 +221,15 @@ pub fn run(args: &Args) -> Result<()> {
     );
 
     if let Some(precision) = recipe.senior.dtype.filter(|&p| p != Precision::F32) {
-        let scaling = recipe.train.loss_scaling.map(|s| format!(", its loss scaled from {}", s.initial));
         eprintln!(
-            "the senior computes in {} with f32 weights and optimizer state (mixed precision){}",
-            precision.name(),
-            scaling.unwrap_or_default()
+            "the senior computes in {} with f32 weights and optimizer state (mixed precision)",
+            precision.name()
+        );
+    }
+    if let (Some(state), Some(scaling)) = (trainer.state().loss_scale, recipe.train.loss_scaling) {
+        eprintln!(
+            "dynamic loss scaling: scale {}, halved on overflow, doubled after {} good updates in a row",
+            state.scale, scaling.growth_interval
         );
     }
     if let Some(precision) = recipe.junior.as_ref().and_then(|j| j.dtype).filter(|&p| p != Precision::F32) {

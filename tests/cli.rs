@@ -175,7 +175,7 @@ fn score_gives_per_token_log_probs_and_cross_entropy() {
 }
 
 #[test]
-fn score_and_generate_in_bf16_stay_close_to_f32() {
+fn score_stays_close_to_f32_and_generate_answers_in_bf16() {
     let model = smollm2();
     let input = [
         r#"{"text": "The capital of France is Paris."}"#,

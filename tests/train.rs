@@ -542,3 +542,34 @@ fn f16_training_skips_overflowing_updates_and_resumes_with_its_loss_scale() {
         let _ = std::fs::remove_dir_all(run.root());
     }
 }
+
+/// In f32 a power-of-two scale is exact: multiplied into the objective's gradient and
+/// divided out of the parameters' before the clip, it leaves the run as it was, bit for
+/// bit. A scale not divided out, or divided twice, changes the clipped gradients.
+#[test]
+fn a_power_of_two_loss_scale_changes_nothing_in_f32() {
+    let (classes, train) = (classes(), examples());
+    let junior = fixture("qwen3-tiny-tied", &Device::default());
+    let grpo = Grpo::new(GrpoConfig::default()).unwrap();
+    let word = WordBoundary::new(0.5, 32).unwrap();
+    let trained = |loss_scaling: Option<LossScaling>, clip: f64| {
+        let senior = fixture("qwen3-tiny-tied", &Device::default().autodiff());
+        let config = TrainConfig { loss_scaling, grad_clip: clip, checkpoint_every: 0, ..config(3) };
+        let mut trainer =
+            Trainer::new(config, senior, &junior, &word, &grpo, task(&train, &classes)).unwrap();
+        let run = RunDir::open(temp_dir(&format!("scale-{}-{clip}", loss_scaling.is_some()))).unwrap();
+        trainer.fit(&run, &mut |_| {}, &mut |_| {}).unwrap();
+        let lines: Vec<StepMetrics> =
+            metrics(&run).iter().map(|m| StepMetrics { loss_scale: None, ..timeless(m) }).collect();
+        let _ = std::fs::remove_dir_all(run.root());
+        (lines, params(trainer.senior()))
+    };
+    let scaled = Some(LossScaling { initial: 1024.0, growth_interval: 2 });
+    // With the clip on (norms of ~5 against 1) and off.
+    for clip in [1.0, 0.0] {
+        let (plain, with_scale) = (trained(None, clip), trained(scaled, clip));
+        assert!(plain.0.iter().all(|m| m.grad_norm > 0.0));
+        assert_eq!(plain.0, with_scale.0, "clip {clip}");
+        assert_eq!(plain.1, with_scale.1, "clip {clip}: weights bit for bit");
+    }
+}

@@ -210,7 +210,7 @@ fn mixed_precision_from_the_recipe_trains_and_checkpoints_f32() {
     let (code, text) =
         trlvr(&["train", "--config", c, "--out", f16.to_str().unwrap(), "--set", "senior.dtype=f16"]);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("computes in f16") && text.contains("loss scaled from 65536"), "{text}");
+    assert!(text.contains("computes in f16") && text.contains("loss scaling: scale 65536"), "{text}");
     let resolved = std::fs::read_to_string(f16.join("config.toml")).unwrap();
     assert!(resolved.contains("[train.loss_scaling]"), "{resolved}");
     let metrics = lines(&f16.join("metrics.jsonl"));

@@ -504,8 +504,9 @@ impl Decoder {
     /// mean square, the attention softmax and the log-probs stay f32. With f32 weights
     /// this is mixed precision: weights, gradients and the optimizer's moments stay f32
     /// (master weights), so an update of 1e-6 is not rounded away as it would be on bf16
-    /// weights. Train in bf16, not f16: without loss scaling, which trlvr does not do,
-    /// small f16 gradients underflow. `DType::F32` (or the weights' own dtype) turns it off.
+    /// weights. In f16, small gradients underflow unless the loss is scaled
+    /// (`trlvr::train::LossScaling`, which `trlvr train` turns on for an f16 senior).
+    /// `DType::F32` (or the weights' own dtype) turns it off.
     #[must_use]
     pub fn with_compute_dtype(mut self, dtype: DType) -> Self {
         self.compute = (dtype != self.embed_tokens.weight.val().dtype()).then_some(dtype);

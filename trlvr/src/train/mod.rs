@@ -10,7 +10,7 @@
 //!   its own only for mini-batches after the first: before the first update π_old is π_θ)
 //!   and the junior's log-probs if the objective asks -> for each PPO mini-batch: micro-batches
 //!   (loss with the mini-batch's denominators, backward, accumulate) -> global-norm clip
-//!   -> AdamW step
+//!   (after unscaling, with loss scaling: an overflowing update is skipped) -> AdamW step
 //! ```
 //!
 //! Everything a resumed run needs is the senior's weights, the optimizer state and a
@@ -173,9 +173,11 @@ pub struct StepMetrics {
     pub response_len_max: usize,
     /// Fraction of rollouts cut by the token budget.
     pub truncation_rate: f64,
-    /// Rows that carried loss (non-zero advantage, or all rows when not skipping).
+    /// Rows that carried loss (non-zero advantage, or all rows when not skipping), in the
+    /// updates made (not the skipped ones).
     pub rows_updated: usize,
-    /// Mean over mini-batches of the objective's loss.
+    /// Mean over the updates made of the objective's loss (this and the other loss
+    /// metrics are 0 when every update of the step was skipped).
     pub loss: f64,
     /// Fraction of senior tokens whose ratio was clipped.
     pub clip_frac: f64,
@@ -343,8 +345,9 @@ impl<'a, P: Policy> Trainer<'a, P> {
     /// One training step. See the [module docs](self).
     ///
     /// # Errors
-    /// Model and verifier errors; [`Error::NonFinite`] naming the step when the loss or
-    /// the gradient norm is NaN or infinite (the senior is then left as it was).
+    /// Model and verifier errors; [`Error::NonFinite`] when the loss or the gradient norm
+    /// is NaN or infinite, or with loss scaling when the gradients overflow at a scale
+    /// below 2 (the senior keeps the updates of the mini-batches before the failing one).
     pub fn step(&mut self) -> Result<StepOutput> {
         self.step_with(&mut |_| {})
     }
