@@ -175,7 +175,7 @@ fn score_gives_per_token_log_probs_and_cross_entropy() {
 }
 
 #[test]
-fn score_stays_close_to_f32_and_generate_answers_in_bf16() {
+fn score_generate_and_tandem_in_bf16_stay_close_to_f32() {
     let model = smollm2();
     let input = [
         r#"{"text": "The capital of France is Paris."}"#,
@@ -201,6 +201,18 @@ fn score_stays_close_to_f32_and_generate_answers_in_bf16() {
     let (code, out, err) = trlvr(&[&args[..], &["--max-new-tokens", "24"]].concat(), "");
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("Paris"), "{out}");
+    // tandem: the same first token, its log-prob moved by bf16's rounding only.
+    let first = |dtype: &str| -> (u64, f64) {
+        let args = ["tandem", "--senior", &model, "--prompt", "Count to three.", "--group", "1"];
+        let rest = ["--max-new-tokens", "2", "--seed", "3", "--json", "--dtype", dtype];
+        let (code, out, err) = trlvr(&[&args[..], &rest].concat(), "");
+        assert_eq!(code, 0, "{err}");
+        let line: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+        (line["tokens"][0].as_u64().unwrap(), line["log_probs"][0].as_f64().unwrap())
+    };
+    let ((token, f32), (token_bf16, bf16)) = (first("f32"), first("bf16"));
+    assert_eq!(token, token_bf16);
+    assert!(f32 != bf16 && (f32 - bf16).abs() < 0.3, "log-prob f32 {f32}, bf16 {bf16}");
 }
 
 #[test]
