@@ -145,16 +145,12 @@ pub fn run(args: &Args) -> Result<()> {
                 Some(path) => resolve_model(path)?,
                 None => senior_path.clone(),
             };
-            let junior = Loaded::from_path(&junior_path, &junior_device)?;
+            let junior = Loaded::from_path(&junior_path, &junior_device)?
+                .in_precision(recipe.junior.as_ref().and_then(|j| j.dtype));
             if junior.tokenizer.get_vocab(true) != senior.tokenizer.get_vocab(true) {
                 bail!("senior and junior tokenizers differ: they must share a vocabulary (method.md §1)");
             }
-            match recipe.junior.as_ref().and_then(|j| j.dtype) {
-                Some(p) => {
-                    Box::new(junior.decoder.with_compute_dtype(p.dtype()).with_weights_in_compute_dtype())
-                }
-                None => Box::new(junior.decoder),
-            }
+            Box::new(junior.decoder)
         }
     };
 
