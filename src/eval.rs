@@ -10,17 +10,15 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
-use trlvr::data::{DEFAULT_TEMPLATE, DataSpec, Dataset, Layout, ReferenceFormat, user_message};
+use trlvr::data::{DEFAULT_TEMPLATE, DataSpec, Dataset, Layout, user_message};
 use trlvr::device::parse_device;
 use trlvr::eval::{EvalConfig, EvalProblem, EvalProgress, EvalSet, Evaluation, Mode, Phase, SampleStore};
 use trlvr::prelude::*;
-use trlvr_verifiers::{Extraction, MathVerifier};
 
 use crate::model::{Loaded, resolve_model};
-use crate::options::PrecisionArgs;
+use crate::options::{Grading, PrecisionArgs};
 use crate::recipe::Precision;
 
 /// Arguments of `trlvr eval`.
@@ -86,22 +84,6 @@ pub struct Args {
     precision: PrecisionArgs,
 }
 
-/// How answers are extracted from responses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Grading {
-    /// The verifier's whole extraction chain.
-    Lenient,
-    /// Only a `\boxed{}` answer counts (method.md §1).
-    Boxed,
-}
-
-fn grading_name(grading: Grading) -> &'static str {
-    match grading {
-        Grading::Lenient => "lenient",
-        Grading::Boxed => "boxed",
-    }
-}
-
 /// A dataset as the user named it, resolved.
 struct Resolved {
     spec: DataSpec,
@@ -145,7 +127,7 @@ pub fn run(args: &Args) -> Result<()> {
                 Ok(EvalProblem { id: p.line, prompt, reference: p.reference.clone() })
             })
             .collect::<Result<Vec<_>>>()?;
-        sets.push(EvalSet::new(d.data.name(), problems, verifier(d.data.format, args.grading)));
+        sets.push(EvalSet::new(d.data.name(), problems, args.grading.verifier(d.data.format)));
     }
     let ks = match &args.k {
         Some(ks) => ks.clone(),
@@ -203,7 +185,7 @@ pub fn run(args: &Args) -> Result<()> {
     // 3. eval.json and eval.md.
     let wall_seconds = wall.elapsed().as_secs_f64();
     let mut out = serde_json::to_value(&report)?;
-    out["grading"] = json!(grading_name(args.grading));
+    out["grading"] = json!(args.grading.name());
     out["models"] = json!({ "senior": senior_id, "junior": junior_id, "self_paired": args.junior.is_none() });
     out["datasets"] = datasets
         .iter()
@@ -226,7 +208,7 @@ pub fn run(args: &Args) -> Result<()> {
             args.junior.as_ref().unwrap_or(&args.senior).display(),
             if args.junior.is_none() { " (self-paired)" } else { "" }
         ),
-        format!("grading: {}; seed {}; wall time {wall_seconds:.1} s", grading_name(args.grading), args.seed),
+        format!("grading: {}; seed {}; wall time {wall_seconds:.1} s", args.grading.name(), args.seed),
     ];
     let md = report.to_markdown(&header);
     let md_path = args.out.join("eval.md");
@@ -272,16 +254,6 @@ fn show(bar: &ProgressBar, p: EvalProgress) {
         }
         Phase::Measuring => bar.set_message("problems graded; legibility and drift measured"),
     }
-}
-
-/// The verifier for a dataset whose references are written as `format`: the free-text
-/// grader, or the training reward's strict last box.
-fn verifier(format: ReferenceFormat, grading: Grading) -> Box<dyn Verifier> {
-    let reference = Extraction::for_references(format);
-    Box::new(match grading {
-        Grading::Lenient => MathVerifier::new(Extraction::FREE).with_reference_extraction(reference),
-        Grading::Boxed => MathVerifier::strict().with_reference_extraction(reference),
-    })
 }
 
 /// The datasets shipped in `assets/math`, by name.

@@ -1,5 +1,6 @@
 //! `trlvr`: the command-line front end.
 
+mod data;
 mod demo;
 mod eval;
 mod generate;
@@ -50,6 +51,8 @@ enum Command {
     Verify(verify::Args),
     /// Solo and handoff pass@k, communication tax, legibility and drift of a senior/junior pair.
     Eval(eval::Args),
+    /// Write a task's training and validation sets (disjoint by construction).
+    Data(data::Args),
     /// List the objectives, schedules and partners available, loading plugin libraries.
     Plugins(plugins::Args),
 }
@@ -65,5 +68,6 @@ fn main() -> Result<()> {
         Command::Verify(args) => verify::run(&args),
         Command::Train(args) => train::run(&args),
         Command::Eval(args) => eval::run(&args),
+        Command::Data(args) => data::run(&args),
     }
 }

@@ -1,8 +1,12 @@
-//! Options shared by several commands: the handoff schedule, the sampler and the precision.
+//! Options shared by several commands: the handoff schedule, the sampler, the precision
+//! and how answers are graded.
 
 use anyhow::Result;
 use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+use trlvr::data::ReferenceFormat;
 use trlvr::prelude::*;
+use trlvr_verifiers::{Extraction, MathVerifier};
 
 use crate::recipe::Precision;
 
@@ -80,4 +84,35 @@ pub struct PrecisionArgs {
     /// and KV caches; log-probs stay f32). Default f32.
     #[arg(long, value_enum)]
     pub dtype: Option<Precision>,
+}
+
+/// How answers are extracted from responses (`eval --grading`, a recipe's
+/// `validation_grading`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Grading {
+    /// The verifier's whole extraction chain.
+    Lenient,
+    /// Only the last `\boxed{}` counts: the training reward (method.md §1).
+    Boxed,
+}
+
+impl Grading {
+    /// The spelling on the command line and in recipes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Grading::Lenient => "lenient",
+            Grading::Boxed => "boxed",
+        }
+    }
+
+    /// The verifier for references written as `format`: the free-text grader, or the
+    /// training reward's strict last box.
+    pub fn verifier(self, format: ReferenceFormat) -> Box<dyn Verifier> {
+        let reference = Extraction::for_references(format);
+        Box::new(match self {
+            Grading::Lenient => MathVerifier::new(Extraction::FREE).with_reference_extraction(reference),
+            Grading::Boxed => MathVerifier::strict().with_reference_extraction(reference),
+        })
+    }
 }

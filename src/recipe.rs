@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 use trlvr::data::{DEFAULT_TEMPLATE, DataSpec};
 use trlvr::train::{LossScaling, TrainConfig};
 
+use crate::options::Grading;
+
 /// The three arms of the paper's comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -121,13 +123,38 @@ pub struct DataSection {
     /// Held-out problems for validation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation: Option<DataSpec>,
+    /// Instead of `validation`: hold out this many problems of `train` for validation
+    /// (the release validates on held-out rows of the training distribution). Which rows
+    /// depends on their questions alone (a hash), never on the seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holdout: Option<usize>,
+    /// How validation grades: `boxed` (default: the training reward, as the release
+    /// validates) or `lenient` (the free-text grader of `trlvr verify`).
+    #[serde(default = "default_grading")]
+    pub validation_grading: Grading,
     /// The user message, with `{question}` replaced.
     #[serde(default = "default_template")]
     pub prompt_template: String,
+    /// Prompts (chat template applied) longer than this many tokens are dropped at load,
+    /// and counted in the log, as the release filters them (method.md §2).
+    #[serde(default = "default_max_prompt_tokens")]
+    pub max_prompt_tokens: usize,
 }
 
 fn default_template() -> String {
     DEFAULT_TEMPLATE.into()
+}
+
+fn default_grading() -> Grading {
+    Grading::Boxed
+}
+
+/// The prompt cap (default): room for competition problems, a tenth of the paper's
+/// response cap.
+pub const DEFAULT_MAX_PROMPT_TOKENS: usize = 1024;
+
+fn default_max_prompt_tokens() -> usize {
+    DEFAULT_MAX_PROMPT_TOKENS
 }
 
 /// A plugin item by name, with its own settings beside the name.
@@ -250,6 +277,15 @@ impl Recipe {
                 "senior.layer_checkpointing and train.gradient_checkpointing exclude each other: per-layer \
                  checkpointing replaces Burn's per-operation kind (docs/memory.md)"
             );
+        }
+        if self.data.holdout.is_some() && self.data.validation.is_some() {
+            bail!(
+                "data.holdout and data.validation exclude each other: validate on rows held out of the training \
+                 file, or on a file of its own"
+            );
+        }
+        if self.data.max_prompt_tokens == 0 {
+            bail!("data.max_prompt_tokens must be at least 1");
         }
         let (schedule, objective) = (self.schedule(), self.objective());
         if objective.name == "junior-kl" && schedule.name != "solo" {

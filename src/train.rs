@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use trlvr::data::{Dataset, user_message};
+use trlvr::data::{Dataset, ReferenceFormat, hold_out, user_message};
 use trlvr::device::parse_device;
 use trlvr::plugin::Registry;
 use trlvr::prelude::*;
-use trlvr::train::{Example, RunDir, StepMetrics, Task, Trainer};
+use trlvr::train::{Example, FitProgress, RunDir, StepMetrics, Task, Trainer, drop_long_prompts};
 use trlvr_models::Decoder;
 use trlvr_verifiers::{Extraction, MathVerifier, extract};
 
@@ -63,6 +63,48 @@ fn examples(data: &Dataset, model: &Loaded, template: &str) -> Result<Vec<Exampl
             })
         })
         .collect()
+}
+
+/// The training and validation examples of a recipe (validation from its own file, or
+/// held out of the training file), overlong prompts dropped, with their reference
+/// formats.
+fn task_examples(
+    recipe: &Recipe,
+    senior: &Loaded,
+) -> Result<(Vec<Example>, Vec<Example>, ReferenceFormat, ReferenceFormat)> {
+    let d = &recipe.data;
+    let mut train_set = Dataset::load(&d.train)?;
+    let train_format = train_set.format;
+    let mut validation_set = match (&d.validation, d.holdout) {
+        (Some(spec), _) => Some(Dataset::load(spec)?),
+        (None, Some(n)) => {
+            let (train, held) = hold_out(std::mem::take(&mut train_set.problems), n)
+                .with_context(|| format!("data.holdout of {}", d.train.path.display()))?;
+            train_set.problems = train;
+            Some(Dataset { problems: held, ..train_set.clone() })
+        }
+        (None, None) => None,
+    };
+    let capped = |set: &Dataset, what: &str| -> Result<Vec<Example>> {
+        let (kept, dropped) = drop_long_prompts(examples(set, senior, &d.prompt_template)?, d.max_prompt_tokens);
+        if dropped > 0 {
+            eprintln!(
+                "{what}: dropped {dropped} of {} prompts longer than data.max_prompt_tokens = {}",
+                set.problems.len(),
+                d.max_prompt_tokens
+            );
+        }
+        if kept.is_empty() {
+            bail!("{what}: every prompt of {} is longer than data.max_prompt_tokens", set.path.display());
+        }
+        Ok(kept)
+    };
+    let train = capped(&train_set, "training data")?;
+    let (validation, validation_format) = match validation_set.take() {
+        Some(set) => (capped(&set, "validation data")?, set.format),
+        None => (Vec::new(), ReferenceFormat::Bare),
+    };
+    Ok((train, validation, train_format, validation_format))
 }
 
 /// Runs the command.
@@ -155,19 +197,9 @@ pub fn run(args: &Args) -> Result<()> {
     };
 
     // Data, reward, schedule, objective.
-    let template = &recipe.data.prompt_template;
-    let train_set = Dataset::load(&recipe.data.train)?;
-    let train = examples(&train_set, &senior, template)?;
-    let (validation, validation_how) = match &recipe.data.validation {
-        Some(spec) => {
-            let set = Dataset::load(spec)?;
-            (examples(&set, &senior, template)?, Extraction::for_references(set.format))
-        }
-        None => (Vec::new(), Extraction::Bare),
-    };
-    let verifier =
-        MathVerifier::strict().with_reference_extraction(Extraction::for_references(train_set.format));
-    let validation_verifier = MathVerifier::new(Extraction::FREE).with_reference_extraction(validation_how);
+    let (train, validation, train_format, validation_format) = task_examples(&recipe, &senior)?;
+    let verifier = MathVerifier::strict().with_reference_extraction(Extraction::for_references(train_format));
+    let validation_verifier = recipe.data.validation_grading.verifier(validation_format);
     let schedule = registry.schedule(&recipe.schedule().name, &recipe.schedule().json()?)?;
     let objective = registry.objective(&recipe.objective().name, &recipe.objective().json()?)?;
     let classes = TokenClasses::from_tokenizer(&senior.tokenizer, &senior.eos)?;
@@ -175,7 +207,7 @@ pub fn run(args: &Args) -> Result<()> {
         train: &train,
         validation: &validation,
         verifier: &verifier,
-        validation_verifier: &validation_verifier,
+        validation_verifier: &*validation_verifier,
         text: &senior.tokenizer,
         classes: &classes,
     };
@@ -232,7 +264,7 @@ pub fn run(args: &Args) -> Result<()> {
         eprintln!("the junior's weights and forward pass are {}", precision.name());
     }
     let progress = StepProgress::new(recipe.train.steps, trainer.state().step);
-    trainer.fit(&run, &mut |m| progress.step(m), &mut |p| progress.rollout(p)).with_context(|| {
+    trainer.fit(&run, &mut |m| progress.step(m), &mut |p| progress.progress(p)).with_context(|| {
         format!("training stopped; the last complete checkpoint is in {}", out.join("checkpoints").display())
     })?;
     progress.bar.finish_and_clear();
@@ -248,6 +280,8 @@ struct StepProgress {
     bar: ProgressBar,
     terminal: bool,
     total: usize,
+    /// The last validation count printed, in plain output.
+    validation_shown: std::cell::Cell<Option<usize>>,
 }
 
 impl StepProgress {
@@ -260,17 +294,33 @@ impl StepProgress {
                 .progress_chars("=> "),
         );
         bar.set_position(done as u64);
-        Self { bar, terminal, total }
+        Self { bar, terminal, total, validation_shown: std::cell::Cell::new(None) }
     }
 
-    fn rollout(&self, p: Progress) {
-        if self.terminal {
-            self.bar
-                .set_message(format!("rollouts: {} tokens, {}/{} rows writing", p.tokens, p.live, p.rows));
+    fn progress(&self, p: FitProgress) {
+        match p {
+            FitProgress::Rollout(p) => {
+                if self.terminal {
+                    self.bar.set_message(format!(
+                        "rollouts: {} tokens, {}/{} rows writing",
+                        p.tokens, p.live, p.rows
+                    ));
+                }
+            }
+            FitProgress::Validation { done, problems, correct, rollout: p } => {
+                let line = format!("validation: {done}/{problems} problems done, {correct} samples right so far");
+                if self.terminal {
+                    self.bar.set_message(format!("{line}; {} tokens, {}/{} rows writing", p.tokens, p.live, p.rows));
+                } else if self.validation_shown.replace(Some(done)) != Some(done) {
+                    // Plain output: a line per batch of problems, not per token.
+                    eprintln!("{line}");
+                }
+            }
         }
     }
 
     fn step(&self, m: &StepMetrics) {
+        self.validation_shown.set(None);
         let validation =
             m.validation_pass1.map(|v| format!("  validation pass@1 {v:.3}")).unwrap_or_default();
         let scale = match m.loss_scale {

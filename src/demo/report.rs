@@ -108,12 +108,18 @@ pub fn compare(a: &[&[ProblemResult]], b: &[&[ProblemResult]], seed: u64) -> trl
         }
         100.0 * num / den
     };
+    // Junior CE as the evaluation reports it (the mean of per-chain means); drift per token.
     let per_token = |runs: &[&[ProblemResult]], idx: &[usize], kl: bool| {
         let num: Vec<f64> = runs
             .iter()
-            .flat_map(|r| r.iter().map(|p| if kl { p.legibility.kl_exact } else { p.legibility.junior_nll }))
+            .flat_map(|r| r.iter().map(|p| if kl { p.legibility.kl_exact } else { p.legibility.chain_ce }))
             .collect();
-        let den: Vec<f64> = runs.iter().flat_map(|r| r.iter().map(|p| p.legibility.tokens as f64)).collect();
+        let den: Vec<f64> = runs
+            .iter()
+            .flat_map(|r| {
+                r.iter().map(|p| if kl { p.legibility.tokens as f64 } else { p.legibility.chains as f64 })
+            })
+            .collect();
         let pooled: Vec<usize> =
             (0..runs.len()).flat_map(|s| idx.iter().map(move |&i| s * problems + i)).collect();
         ratio_of_sums(&num, &den, &pooled)
@@ -421,6 +427,9 @@ mod tests {
             handoff_senior_tokens: 20,
             handoff_junior_nll: 4.0,
             legibility: trlvr::eval::ChainStats {
+                chains: 4,
+                chain_ce: 0.8,
+                chain_top1: 3.0,
                 tokens: 40,
                 junior_nll: 8.0,
                 junior_top1: 30,

@@ -21,6 +21,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod arithmetic;
+
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -179,6 +181,51 @@ impl Dataset {
     }
 }
 
+/// Splits `problems` into those to train on and `n` held out for validation: the `n`
+/// whose questions hash lowest (FNV-1a), so the split depends on the questions alone,
+/// not on the seed or the file's order, and a question is never on both sides. Both
+/// halves keep file order.
+///
+/// # Errors
+/// [`Error::Config`] unless `0 < n < problems.len()`.
+///
+/// ```
+/// use trlvr::data::{Problem, hold_out};
+/// let p = |i: usize| Problem { line: i, question: format!("q{i}"), reference: i.to_string() };
+/// let (train, held) = hold_out((1..=10).map(p).collect(), 3)?;
+/// assert_eq!((train.len(), held.len()), (7, 3));
+/// assert!(held.iter().all(|h| train.iter().all(|t| t.question != h.question)));
+/// # Ok::<(), trlvr::Error>(())
+/// ```
+pub fn hold_out(problems: Vec<Problem>, n: usize) -> Result<(Vec<Problem>, Vec<Problem>)> {
+    if n == 0 || n >= problems.len() {
+        return Err(Error::Config(format!(
+            "holdout must lie in 1..{}: the file has {} problems",
+            problems.len(),
+            problems.len()
+        )));
+    }
+    let hash = |q: &str| q.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let mut order: Vec<(u64, usize)> = problems.iter().enumerate().map(|(i, p)| (hash(&p.question), i)).collect();
+    order.sort_unstable();
+    let mut held = vec![false; problems.len()];
+    for &(_, i) in &order[..n] {
+        held[i] = true;
+    }
+    // Copies of a held-out question leave the training side too.
+    let held_questions: std::collections::HashSet<String> =
+        problems.iter().zip(&held).filter(|(_, h)| **h).map(|(p, _)| p.question.clone()).collect();
+    let (mut train, mut validation) = (Vec::new(), Vec::new());
+    for (p, h) in problems.into_iter().zip(held) {
+        if h {
+            validation.push(p);
+        } else if !held_questions.contains(&p.question) {
+            train.push(p);
+        }
+    }
+    Ok((train, validation))
+}
+
 fn missing(field: &str, object: &serde_json::Map<String, Value>) -> String {
     let keys: Vec<&str> = object.keys().map(String::as_str).collect();
     format!("no field `{field}` (the line has: {})", keys.join(", "))
@@ -192,16 +239,18 @@ fn data_error(path: &Path, line: Option<usize>, message: String) -> Error {
 ///
 /// ```
 /// use trlvr::data::{DEFAULT_TEMPLATE, user_message};
-/// assert!(user_message(DEFAULT_TEMPLATE, "1+1?").starts_with("1+1?\n\nSolve the following"));
+/// assert!(user_message(DEFAULT_TEMPLATE, "1+1?").starts_with("1+1? Solve the following"));
 /// ```
 pub fn user_message(template: &str, question: &str) -> String {
     template.replace("{question}", question)
 }
 
-/// The default prompt template (method.md §2): the question, a blank line, the
-/// instruction to reason step by step and box the answer.
-pub const DEFAULT_TEMPLATE: &str =
-    "{question}\n\nSolve the following math problem step by step. Put your final answer inside \\boxed{}.";
+/// The default prompt template, the paper's exactly (method.md §2): the question, one
+/// space, then the instruction to reason step by step and box the answer, with two
+/// examples of a box. The examples matter for small models: without them SmolLM2-135M
+/// almost never boxes its answer.
+pub const DEFAULT_TEMPLATE: &str = "{question} Solve the following math problem step by step. Put your final answer \
+                                    inside \\boxed{}, like \\boxed{42} or \\boxed{\\frac{1}{2}}.";
 
 #[cfg(test)]
 mod tests {
@@ -241,6 +290,43 @@ mod tests {
         };
         let data = Dataset::load(&spec).unwrap();
         assert_eq!(data.problems, vec![Problem { line: 1, question: "a".into(), reference: "1".into() }]);
+    }
+
+    /// The suffix as method.md §2 writes it, byte for byte.
+    const METHOD_SUFFIX: &str = r"Solve the following math problem step by step. Put your final answer inside \boxed{}, like \boxed{42} or \boxed{\frac{1}{2}}.";
+
+    #[test]
+    fn the_prompt_is_the_question_a_space_and_the_papers_suffix() {
+        assert_eq!(user_message(DEFAULT_TEMPLATE, "What is 2 + 3?"), format!("What is 2 + 3? {METHOD_SUFFIX}"));
+        // Against the research notes themselves, where they sit beside the repository.
+        let notes = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/docs/method.md");
+        if let Ok(text) = std::fs::read_to_string(notes) {
+            let quoted: Vec<&str> = text.split('`').filter(|s| s.starts_with("Solve the following")).collect();
+            assert_eq!(quoted, [METHOD_SUFFIX], "method.md's suffix");
+        }
+    }
+
+    #[test]
+    fn held_out_questions_never_train() {
+        let problems: Vec<Problem> = (0..200)
+            .map(|i| Problem { line: i + 1, question: format!("q{}", i % 150), reference: i.to_string() })
+            .collect();
+        let (train, held) = hold_out(problems.clone(), 20).unwrap();
+        assert_eq!(held.len(), 20);
+        assert!(held.iter().all(|h| train.iter().all(|t| t.question != h.question)));
+        // Duplicated questions (50 of them) left the training side with their copy.
+        assert!(train.len() + held.len() < problems.len());
+        // The split follows the questions, not the order.
+        let mut reversed = problems.clone();
+        reversed.reverse();
+        let (_, held_again) = hold_out(reversed, 20).unwrap();
+        let key = |v: &[Problem]| {
+            let mut q: Vec<String> = v.iter().map(|p| p.question.clone()).collect();
+            q.sort();
+            q
+        };
+        assert_eq!(key(&held), key(&held_again));
+        assert!(hold_out(problems.clone(), 0).is_err() && hold_out(problems, 200).is_err());
     }
 
     #[test]

@@ -618,6 +618,9 @@ impl HandoffSchedule for Plugged<dyn HandoffSchedule> {
     fn begin(&self, rng: &mut dyn rand::RngCore) -> Box<dyn HandoffState> {
         self.inner.begin(rng)
     }
+    fn senior_only(&self) -> bool {
+        self.inner.senior_only()
+    }
     fn validate(&self) -> Result<()> {
         self.inner.validate()
     }

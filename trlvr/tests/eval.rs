@@ -56,7 +56,16 @@ fn result(id: usize, n: usize, solo_correct: usize, handoff_correct: usize) -> P
         handoff_tokens: 10,
         handoff_senior_tokens: 5,
         handoff_junior_nll: 1.0,
-        legibility: ChainStats { tokens: 10, junior_nll: 20.0, junior_top1: 4, kl_k3: 1.0, kl_exact: 2.0 },
+        legibility: ChainStats {
+            chains: 2,
+            chain_ce: 4.0,
+            chain_top1: 0.8,
+            tokens: 10,
+            junior_nll: 20.0,
+            junior_top1: 4,
+            kl_k3: 1.0,
+            kl_exact: 2.0,
+        },
     }
 }
 
@@ -205,7 +214,11 @@ fn chains(store: &SampleStore, problems: usize, mode: Mode) -> Vec<(Vec<TokenId>
                 .unwrap()
                 .samples
                 .iter()
-                .map(|s| (p.prompt.clone(), s.tokens.clone(), s.owner_list()))
+                .map(|s| {
+                    // The chain without the EOS that closed it.
+                    let end = s.tokens.len() - usize::from(s.finish == Finish::Eos);
+                    (p.prompt.clone(), s.tokens[..end].to_vec(), s.owner_list()[..end].to_vec())
+                })
                 .collect::<Vec<_>>()
         })
         .collect()
@@ -240,6 +253,9 @@ fn close(a: f64, b: f64, what: &str) {
 }
 
 struct Direct {
+    chains: f64,
+    chain_ce: f64,
+    chain_top1: f64,
     tokens: f64,
     ce: f64,
     top1: f64,
@@ -256,9 +272,11 @@ fn direct(
     s: &[[f32; V]; V],
     j: &[[f32; V]; V],
 ) -> Direct {
-    let mut d = Direct { tokens: 0.0, ce: 0.0, top1: 0.0, k3: 0.0, kl: 0.0 };
+    let mut d = Direct { chains: 0.0, chain_ce: 0.0, chain_top1: 0.0, tokens: 0.0, ce: 0.0, top1: 0.0, k3: 0.0, kl: 0.0 };
     for (prompt, response, _) in chains(store, 12, Mode::Solo) {
+        assert!(!response.contains(&EOS));
         let (lj, ls) = (scored(junior, &prompt, &response), scored(senior, &prompt, &response));
+        let (ce, top1) = (d.ce, d.top1);
         let mut prev = *prompt.last().unwrap();
         for (t, &token) in response.iter().enumerate() {
             d.tokens += 1.0;
@@ -271,6 +289,11 @@ fn direct(
             let (ps, pj) = (log_softmax(&s[prev as usize]), log_softmax(row));
             d.kl += (0..V).map(|v| ps[v].exp() * (ps[v] - pj[v])).sum::<f64>();
             prev = token;
+        }
+        if !response.is_empty() {
+            d.chains += 1.0;
+            d.chain_ce += (d.ce - ce) / response.len() as f64;
+            d.chain_top1 += (d.top1 - top1) / response.len() as f64;
         }
     }
     d
@@ -299,14 +322,16 @@ fn figures_and_direct() -> Vec<(bool, trlvr::eval::Figures, Direct, SampleStore,
 #[test]
 fn junior_cross_entropy_equals_score() {
     for (_, f, d, _, _) in figures_and_direct() {
-        close(f.legibility.junior_ce.value, d.ce / d.tokens, "junior cross-entropy");
+        // The mean of per-chain means (method.md §5), and over all tokens together.
+        close(f.legibility.junior_ce.value, d.chain_ce / d.chains, "junior cross-entropy");
+        close(f.legibility.junior_ce_tokens.value, d.ce / d.tokens, "junior cross-entropy, token-weighted");
     }
 }
 
 #[test]
 fn junior_top1_equals_the_argmax_of_its_table() {
     for (_, f, d, _, _) in figures_and_direct() {
-        close(f.legibility.junior_top1.value, 100.0 * d.top1 / d.tokens, "junior top-1");
+        close(f.legibility.junior_top1.value, 100.0 * d.chain_top1 / d.chains, "junior top-1");
     }
 }
 

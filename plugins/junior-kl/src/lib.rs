@@ -107,10 +107,15 @@ impl Objective for JuniorKl {
             .clone()
             .ok_or_else(|| Error::Config("junior-KL needs the junior's log-probs in ref_log_probs".into()))?;
         let mut out = self.pg.loss(batch)?;
-        let kl = kl_per_token(batch.log_probs.clone(), junior, &batch.loss_mask, KlEstimator::K3);
-        // Always token-mean, whatever the policy-gradient aggregation (method.md §4).
-        let kl = aggregate(kl, &batch.loss_mask, batch.normalizer, Aggregation::TokenMean);
-        out.metrics.insert("junior_kl".into(), f64::from(host(kl.clone().detach())?[0]));
+        let per_token = kl_per_token(batch.log_probs.clone(), junior, &batch.loss_mask, KlEstimator::K3);
+        // The metric is this batch's own token mean (zero off the mask), like GRPO's `kl`:
+        // the trainer weights it by `senior_tokens` across micro-batches.
+        let tokens = out.metrics.get("senior_tokens").copied().unwrap_or(0.0);
+        let sum = f64::from(host(per_token.clone().detach().sum())?[0]);
+        out.metrics.insert("junior_kl".into(), if tokens > 0.0 { sum / tokens } else { 0.0 });
+        // The loss: always token-mean over the mini-batch, whatever the policy-gradient
+        // aggregation (method.md §4).
+        let kl = aggregate(per_token, &batch.loss_mask, batch.normalizer, Aggregation::TokenMean);
         out.loss = out.loss + kl * self.beta;
         out.metrics.insert("loss".into(), f64::from(host(out.loss.clone().detach())?[0]));
         Ok(out)

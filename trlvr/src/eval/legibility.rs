@@ -1,7 +1,7 @@
 //! Legibility and drift (method.md §5): how well the junior reads the senior's chains.
 //!
 //! For each senior-written token `x_t` of a chain (teacher-forced after the chat
-//! prefix, raw distributions at temperature 1):
+//! prefix, raw distributions at temperature 1; the closing EOS is not measured):
 //!
 //! | figure | per token |
 //! |---|---|
@@ -25,6 +25,16 @@ use crate::{Error, Result};
 /// Sums over the tokens of one chain (or of several: the sums add up).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChainStats {
+    /// Chains measured (those with at least one token).
+    #[serde(default)]
+    pub chains: usize,
+    /// Σ over chains of the chain's mean −log p_jun: legibility is the mean of per-chain
+    /// means (method.md §5), so a long chain weighs as much as a short one.
+    #[serde(default)]
+    pub chain_ce: f64,
+    /// Σ over chains of the chain's fraction of junior top-1 tokens.
+    #[serde(default)]
+    pub chain_top1: f64,
     /// Tokens measured.
     pub tokens: usize,
     /// Σ −log p_jun(token), nats.
@@ -40,6 +50,9 @@ pub struct ChainStats {
 impl ChainStats {
     /// Adds `other`'s sums to these.
     pub fn add(&mut self, other: &ChainStats) {
+        self.chains += other.chains;
+        self.chain_ce += other.chain_ce;
+        self.chain_top1 += other.chain_top1;
         self.tokens += other.tokens;
         self.junior_nll += other.junior_nll;
         self.junior_top1 += other.junior_top1;
@@ -48,7 +61,8 @@ impl ChainStats {
     }
 }
 
-/// A chain to measure: the prompt (chat prefix), then the response.
+/// A chain to measure: the prompt (chat prefix), then the response, without its EOS
+/// token (legibility is over the words of the chain, method.md §5).
 #[derive(Debug, Clone, Copy)]
 pub struct Chain<'a> {
     /// The prompt's ids (not measured).
@@ -199,6 +213,11 @@ fn compare_chunk(
                 stats.junior_top1 += usize::from(top1[at] == i64::from(token));
                 stats.kl_k3 += d.exp() - d - 1.0;
                 stats.kl_exact += f64::from(kl[at]);
+            }
+            if stats.tokens > 0 {
+                stats.chains = 1;
+                stats.chain_ce = stats.junior_nll / stats.tokens as f64;
+                stats.chain_top1 = stats.junior_top1 as f64 / stats.tokens as f64;
             }
             stats
         })

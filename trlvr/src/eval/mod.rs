@@ -427,14 +427,13 @@ impl<'m> Evaluation<'m> {
         solo: &ProblemSamples,
         handoff: &ProblemSamples,
     ) -> Result<ProblemResult> {
+        // A sample's text tokens: without the EOS that closed it.
+        let shown = |s: &Sample| s.tokens.len() - usize::from(s.finish == Finish::Eos && !s.tokens.is_empty());
         let correct = |samples: &ProblemSamples| {
             samples
                 .samples
                 .iter()
-                .filter(|s| {
-                    let shown = s.tokens.len() - usize::from(s.finish == Finish::Eos && !s.tokens.is_empty());
-                    set.verifier.verify(&(self.detokenize)(&s.tokens[..shown]), &p.reference).correct
-                })
+                .filter(|s| set.verifier.verify(&(self.detokenize)(&s.tokens[..shown(s)]), &p.reference).correct)
                 .count()
         };
         let (solo_correct, handoff_correct) = (correct(solo), correct(handoff));
@@ -442,8 +441,8 @@ impl<'m> Evaluation<'m> {
         let chains: Vec<Chain<'_>> = solo
             .samples
             .iter()
-            .filter(|s| !s.tokens.is_empty())
-            .map(|s| Chain { prompt: &p.prompt, response: &s.tokens })
+            .filter(|s| shown(s) > 0)
+            .map(|s| Chain { prompt: &p.prompt, response: &s.tokens[..shown(s)] })
             .collect();
         let mut legibility = ChainStats::default();
         if !chains.is_empty() {
@@ -451,13 +450,17 @@ impl<'m> Evaluation<'m> {
                 legibility.add(&stats);
             }
         }
-        let owners: Vec<Vec<Owner>> =
-            handoff.samples.iter().filter(|s| !s.tokens.is_empty()).map(Sample::owner_list).collect();
+        let owners: Vec<Vec<Owner>> = handoff
+            .samples
+            .iter()
+            .filter(|s| shown(s) > 0)
+            .map(|s| s.owner_list()[..shown(s)].to_vec())
+            .collect();
         let chains: Vec<Chain<'_>> = handoff
             .samples
             .iter()
-            .filter(|s| !s.tokens.is_empty())
-            .map(|s| Chain { prompt: &p.prompt, response: &s.tokens })
+            .filter(|s| shown(s) > 0)
+            .map(|s| Chain { prompt: &p.prompt, response: &s.tokens[..shown(s)] })
             .collect();
         let owner_refs: Vec<&[Owner]> = owners.iter().map(Vec::as_slice).collect();
         let (mut handoff_nll, mut handoff_senior_tokens) = (0.0, 0);

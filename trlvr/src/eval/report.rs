@@ -52,19 +52,26 @@ pub struct Tax {
     pub ratio: Estimate,
 }
 
-/// How legible the senior's solo chains are to the junior.
+/// How legible the senior's solo chains are to the junior (method.md §5): per chain, the
+/// mean over its tokens (EOS left out); then the mean over chains.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Legibility {
-    /// The junior's mean per-token cross-entropy, nats.
+    /// The junior's per-token cross-entropy, nats: the mean of per-chain means.
     pub junior_ce: Estimate,
-    /// Percent of tokens that are the junior's top-1 guess.
+    /// Percent of a chain's tokens that are the junior's top-1 guess, mean over chains.
     pub junior_top1: Estimate,
+    /// The junior's cross-entropy over all tokens together (long chains weigh more),
+    /// nats; the same as [`Drift::junior_nll`].
+    pub junior_ce_tokens: Estimate,
 }
 
 /// How far the senior is from the junior, per token.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Drift {
-    /// KL(senior ‖ junior), k3 estimate on the senior's solo tokens, nats.
+    /// KL(senior ‖ junior), k3 estimate on the senior's solo tokens, nats. The tokens are
+    /// drawn at the evaluation's sampler (T 0.7, top-p 0.8, top-k 20 by default), not
+    /// from the senior's raw distribution the estimator assumes, so it is an estimate on
+    /// those samples; `kl_exact` needs no samples of its own.
     pub kl_k3: Estimate,
     /// KL(senior ‖ junior) of the next-token distributions, exact over the vocabulary,
     /// at the positions of the senior's solo chains, nats.
@@ -174,9 +181,11 @@ struct Columns {
     /// `[k index][problem]`, fractions.
     solo: Vec<Vec<f64>>,
     handoff: Vec<Vec<f64>>,
+    chains: Vec<f64>,
+    chain_ce: Vec<f64>,
+    chain_top1: Vec<f64>,
     tokens: Vec<f64>,
     nll: Vec<f64>,
-    top1: Vec<f64>,
     k3: Vec<f64>,
     kl: Vec<f64>,
     handoff_senior_tokens: Vec<f64>,
@@ -193,9 +202,11 @@ impl Columns {
             ones: vec![1.0; problems.len()],
             solo: pass(&|p| p.solo_correct)?,
             handoff: pass(&|p| p.handoff_correct)?,
+            chains: col(&|p| p.legibility.chains as f64),
+            chain_ce: col(&|p| p.legibility.chain_ce),
+            chain_top1: col(&|p| p.legibility.chain_top1),
             tokens: col(&|p| p.legibility.tokens as f64),
             nll: col(&|p| p.legibility.junior_nll),
-            top1: col(&|p| p.legibility.junior_top1 as f64),
             k3: col(&|p| p.legibility.kl_k3),
             kl: col(&|p| p.legibility.kl_exact),
             handoff_senior_tokens: col(&|p| p.handoff_senior_tokens as f64),
@@ -295,12 +306,16 @@ impl Report {
             );
         }
         // 3. Legibility and drift.
-        md += "\n## Legibility and drift (per token, nats)\n\n| dataset | junior CE | junior top-1 (%) | KL k3 | KL exact | junior NLL, handoff | solo tokens / chain |\n|---|---:|---:|---:|---:|---:|---:|\n";
+        md += "\n## Legibility and drift (per token, nats)\n\nJunior CE and top-1: the mean over chains of each chain's mean (EOS left out); \
+               \"token-weighted\": over all tokens together. KL k3 is estimated on the chains as sampled for the \
+               evaluation (its sampler, not the senior's raw distribution).\n\n\
+               | dataset | junior CE | junior CE, token-weighted | junior top-1 (%) | KL k3 (eval samples) | KL exact | junior NLL, handoff | solo tokens / chain |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
         for (name, f) in &rows {
             let _ = writeln!(
                 md,
-                "| {name} | {} | {} | {} | {} | {} | {:.0} |",
+                "| {name} | {} | {} | {} | {} | {} | {} | {:.0} |",
                 f.legibility.junior_ce.show(3),
+                f.legibility.junior_ce_tokens.show(3),
                 f.legibility.junior_top1.show(1),
                 f.drift.kl_k3.show(3),
                 f.drift.kl_exact.show(3),
@@ -355,6 +370,9 @@ fn figures(
     let per_token = |pick: fn(&Columns) -> &Vec<f64>| {
         move |c: &Columns, idx: &[usize]| ratio_of_sums(pick(c), &c.tokens, idx)
     };
+    let per_chain = |pick: fn(&Columns) -> &Vec<f64>| {
+        move |c: &Columns, idx: &[usize]| ratio_of_sums(pick(c), &c.chains, idx)
+    };
     let all: Vec<&ProblemResult> = problems.iter().flatten().collect();
     let sum = |f: fn(&ProblemResult) -> usize| all.iter().map(|p| f(p)).sum::<usize>() as f64;
     let samples = sum(|p| p.n).max(1.0);
@@ -367,8 +385,9 @@ fn figures(
             ratio: boot.estimate(|s| over(s, &hand1) / over(s, &solo1)),
         },
         legibility: Legibility {
-            junior_ce: estimate(&per_token(|c| &c.nll)),
-            junior_top1: estimate(&per_token(|c| &c.top1)).scaled(100.0),
+            junior_ce: estimate(&per_chain(|c| &c.chain_ce)),
+            junior_top1: estimate(&per_chain(|c| &c.chain_top1)).scaled(100.0),
+            junior_ce_tokens: estimate(&per_token(|c| &c.nll)),
         },
         drift: Drift {
             kl_k3: estimate(&per_token(|c| &c.k3)),

@@ -53,6 +53,9 @@ impl HandoffSchedule for Solo {
     fn begin(&self, _rng: &mut dyn RngCore) -> Box<dyn HandoffState> {
         Box::new(*self)
     }
+    fn senior_only(&self) -> bool {
+        self.owner == Owner::Senior
+    }
 }
 
 impl HandoffState for Solo {

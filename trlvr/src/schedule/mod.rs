@@ -61,6 +61,13 @@ pub trait HandoffSchedule: Send + Sync + Debug {
     /// A fresh state machine for one row; it may draw the first author from `rng`.
     fn begin(&self, rng: &mut dyn RngCore) -> Box<dyn HandoffState>;
 
+    /// Whether the senior writes every token of every row. Objectives that compare the
+    /// senior with the junior on the senior's own samples (junior-KL, method.md §4) are
+    /// defined on such rollouts only. Default `false`: a schedule that may hand over.
+    fn senior_only(&self) -> bool {
+        false
+    }
+
     /// Checks the settings; the engine calls it before any row starts, so a bad value
     /// (a probability outside [0, 1], say) is an error instead of a panic mid-rollout.
     ///
@@ -87,6 +94,9 @@ impl<S: HandoffSchedule + ?Sized> HandoffSchedule for Box<S> {
     fn begin(&self, rng: &mut dyn RngCore) -> Box<dyn HandoffState> {
         (**self).begin(rng)
     }
+    fn senior_only(&self) -> bool {
+        (**self).senior_only()
+    }
     fn validate(&self) -> crate::Result<()> {
         (**self).validate()
     }
@@ -98,6 +108,9 @@ impl<S: HandoffSchedule + ?Sized> HandoffSchedule for &S {
     }
     fn begin(&self, rng: &mut dyn RngCore) -> Box<dyn HandoffState> {
         (**self).begin(rng)
+    }
+    fn senior_only(&self) -> bool {
+        (**self).senior_only()
     }
     fn validate(&self) -> crate::Result<()> {
         (**self).validate()

@@ -97,6 +97,11 @@ pub struct TrainConfig {
     /// so their forward and backward passes are skipped (the denominators still count
     /// them). Turn off to do the full work anyway (benchmarks).
     pub skip_zero_advantage: bool,
+    /// Skip the optimizer step of a mini-batch in which no row carries loss (every
+    /// advantage 0, or no senior token). Off by default: such a mini-batch steps AdamW on
+    /// a zero gradient, as verl and TRL do, so the moments decay and weight decay moves
+    /// the weights on every mini-batch.
+    pub skip_empty_updates: bool,
     /// Seed of the data order and of every rollout.
     pub seed: u64,
     /// Validate the senior solo every this many steps (0 = never); also after the last.
@@ -143,6 +148,7 @@ impl Default for TrainConfig {
             grad_clip: 1.0,
             advantage: AdvantageNorm::GroupStd,
             skip_zero_advantage: true,
+            skip_empty_updates: false,
             seed: 0,
             validate_every: 20,
             validation_samples: 1,

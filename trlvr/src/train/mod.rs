@@ -97,6 +97,22 @@ pub struct Example {
     pub reference: String,
 }
 
+/// The examples whose prompts have at most `max_tokens` tokens, and how many were longer:
+/// the release drops overlong prompts when it loads the data (method.md §2).
+///
+/// ```
+/// use trlvr::train::{Example, drop_long_prompts};
+/// let e = |n: usize| Example { prompt: vec![0; n], reference: String::new() };
+/// let (kept, dropped) = drop_long_prompts(vec![e(3), e(5), e(4)], 4);
+/// assert_eq!((kept.len(), dropped), (2, 1));
+/// ```
+pub fn drop_long_prompts(examples: Vec<Example>, max_tokens: usize) -> (Vec<Example>, usize) {
+    let before = examples.len();
+    let kept: Vec<Example> = examples.into_iter().filter(|e| e.prompt.len() <= max_tokens).collect();
+    let dropped = before - kept.len();
+    (kept, dropped)
+}
+
 /// Token ids -> text, for the verifier and the logs.
 pub trait Detokenize: Send + Sync {
     /// The text of `ids`.
@@ -187,6 +203,10 @@ pub struct StepMetrics {
     pub kl: Option<f64>,
     /// Global gradient norm before clipping (mean over the updates made).
     pub grad_norm: f64,
+    /// Mini-batches in which no row carried loss: AdamW stepped on a zero gradient (or,
+    /// with `skip_empty_updates`, not at all). The loss metrics leave them out.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub empty_updates: usize,
     /// Mini-batches whose update was skipped: their gradients overflowed the loss scale.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub skipped_updates: usize,
@@ -228,6 +248,26 @@ pub struct Sample {
     pub reason: String,
     /// The response with each author's run marked `[S]` / `[J]`.
     pub text: String,
+}
+
+/// What [`Trainer::fit`] is doing, for progress displays: validation takes minutes on a
+/// CPU, so it reports as it goes, like the rollouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FitProgress {
+    /// The step's rollouts.
+    Rollout(Progress),
+    /// Validation: `done` of `problems` finished (`correct` of their samples right), and
+    /// the rollouts of the problems under way.
+    Validation {
+        /// Problems finished.
+        done: usize,
+        /// Problems in all.
+        problems: usize,
+        /// Correct samples among the finished problems.
+        correct: usize,
+        /// The current batch's rollouts.
+        rollout: Progress,
+    },
 }
 
 /// What one step returns.
@@ -291,6 +331,14 @@ impl<'a, P: Policy> Trainer<'a, P> {
                 "gradient_checkpointing = {} but the senior's device has {checkpointing:?}: load the senior \
                  on device.autodiff().gradient_checkpointing() exactly when the switch is on",
                 config.gradient_checkpointing
+            )));
+        }
+        if objective.needs_reference() && !schedule.senior_only() {
+            return Err(Error::Config(format!(
+                "objective {:?} needs the junior's log-probs of the senior's own samples, but schedule {:?} \
+                 lets the junior write: use the solo schedule (method.md §4)",
+                objective.name(),
+                schedule.name()
             )));
         }
         if task.train.is_empty() || task.train.iter().any(|e| e.prompt.is_empty()) {
@@ -425,6 +473,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
             dual_clip_frac: report.dual_clip_frac,
             kl: report.kl,
             grad_norm: report.grad_norm,
+            empty_updates: report.empty,
             skipped_updates: report.skipped,
             loss_scale: self.state.loss_scale.map(|s| s.scale),
             lr,
@@ -458,6 +507,15 @@ impl<'a, P: Policy> Trainer<'a, P> {
     /// # Errors
     /// Model errors.
     pub fn validate(&self) -> Result<Option<f64>> {
+        self.validate_with(&mut |_| {})
+    }
+
+    /// As [`Trainer::validate`], calling `on_progress` after every rollout token step
+    /// ([`FitProgress::Validation`]).
+    ///
+    /// # Errors
+    /// As [`Trainer::validate`].
+    pub fn validate_with(&self, on_progress: &mut dyn FnMut(FitProgress)) -> Result<Option<f64>> {
         let c = &self.config;
         if self.task.validation.is_empty() {
             return Ok(None);
@@ -474,9 +532,12 @@ impl<'a, P: Policy> Trainer<'a, P> {
         let engine = RolloutEngine::solo(&copy, self.task.classes, config)?;
         let mut correct = 0usize;
         let mut total = 0usize;
-        for chunk in self.task.validation.chunks(c.prompts_per_step) {
+        let problems = self.task.validation.len();
+        for (k, chunk) in self.task.validation.chunks(c.prompts_per_step).enumerate() {
             let prompts: Vec<Vec<TokenId>> = chunk.iter().map(|e| e.prompt.clone()).collect();
-            for r in engine.generate(&prompts, &Solo::senior())? {
+            let done = k * c.prompts_per_step;
+            let mut report = |rollout| on_progress(FitProgress::Validation { done, problems, correct, rollout });
+            for r in engine.generate_with(&prompts, &Solo::senior(), &mut report)? {
                 let text = self.task.text.text(&r.tokens);
                 correct += usize::from(
                     self.task.validation_verifier.verify(&text, &chunk[r.prompt].reference).correct,

@@ -6,9 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{StepMetrics, TrainState, Trainer, checkpoint};
+use super::{FitProgress, StepMetrics, TrainState, Trainer, checkpoint};
 use crate::model::Policy;
-use crate::rollout::Progress;
 use crate::{Error, Result};
 
 /// The files of one training run.
@@ -158,7 +157,8 @@ impl<P: Policy> Trainer<'_, P> {
     /// Trains to `config.steps`, from wherever the state is: each step's metrics and
     /// samples appended to the run's files, validation every `validate_every` steps and
     /// after the last, a checkpoint every `checkpoint_every` steps, after the last, and
-    /// whenever validation finds a new best. `on_step` sees every metrics line.
+    /// whenever validation finds a new best. `on_step` sees every metrics line,
+    /// `on_progress` the rollouts of steps and validation as they go.
     ///
     /// # Errors
     /// [`Error::AtStep`] with the step that failed (the last checkpoint is intact); I/O
@@ -167,19 +167,19 @@ impl<P: Policy> Trainer<'_, P> {
         &mut self,
         run: &RunDir,
         on_step: &mut dyn FnMut(&StepMetrics),
-        on_rollout: &mut dyn FnMut(Progress),
+        on_progress: &mut dyn FnMut(FitProgress),
     ) -> Result<()> {
         let c = self.config.clone();
         while self.state.step < c.steps {
             let next = self.state.step + 1;
             let at = |e: Error| Error::AtStep { step: next, source: Box::new(e) };
-            let mut out = self.step_with(on_rollout).map_err(at)?;
+            let mut out = self.step_with(&mut |p| on_progress(FitProgress::Rollout(p))).map_err(at)?;
             let step = self.state.step;
             let last = step == c.steps;
             let mut new_best = false;
             if c.validate_every > 0 && (step.is_multiple_of(c.validate_every) || last) {
                 let at = |e: Error| Error::AtStep { step, source: Box::new(e) };
-                if let Some(score) = self.validate().map_err(at)? {
+                if let Some(score) = self.validate_with(on_progress).map_err(at)? {
                     out.metrics.validation_pass1 = Some(score);
                     if self.state.best.is_none_or(|(_, best)| score > best) {
                         self.state.best = Some((step, score));

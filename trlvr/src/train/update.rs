@@ -44,6 +44,7 @@ pub(super) struct Report {
     pub kl: Option<f64>,
     pub grad_norm: f64,
     pub skipped: usize,
+    pub empty: usize,
     pub time_old: f64,
     pub time_update: f64,
 }
@@ -89,11 +90,19 @@ pub(super) fn run<P: Policy>(
     let mut totals = Metrics::new();
     let mut updates = 0usize;
     for mini in &minis {
-        if mini.micros.is_empty() {
+        if mini.micros.is_empty() && c.skip_empty_updates {
+            report.empty += 1;
             continue;
         }
         let scale = loss_scale.as_deref().map_or(1.0, |s| s.scale);
-        let (grads, metrics) = match mini_batch_grads(c, &senior, objective, inputs, mini, scale) {
+        // No row carries loss: the gradient is zero, and AdamW still steps on it (its
+        // moments decay, weight decay moves the weights), as verl and TRL do.
+        let grads = if mini.micros.is_empty() {
+            Ok((zero_grads(&senior), Metrics::new()))
+        } else {
+            mini_batch_grads(c, &senior, objective, inputs, mini, scale)
+        };
+        let (grads, metrics) = match grads {
             Ok(done) => done,
             Err(e) => return Err((senior, e)),
         };
@@ -115,6 +124,10 @@ pub(super) fn run<P: Policy>(
             Err(e) => return Err((senior, e)),
         }
         senior = optimizer.step(lr, senior, grads);
+        if mini.micros.is_empty() {
+            report.empty += 1;
+            continue;
+        }
         updates += 1;
         report.grad_norm += norm;
         report.rows += mini.micros.iter().map(|m| m.rows.len()).sum::<usize>();
@@ -375,6 +388,27 @@ fn unscale_and_clip<M: Module>(
         module.visit(&mut Scale { grads: &mut grads, seen: HashSet::new(), factor });
     }
     Ok((grads, norm))
+}
+
+/// A zero gradient for every parameter that trains.
+fn zero_grads<M: Module>(module: &M) -> GradientsParams {
+    let mut zeros = Zeros { grads: GradientsParams::new(), seen: HashSet::new() };
+    module.visit(&mut zeros);
+    zeros.grads
+}
+
+struct Zeros {
+    grads: GradientsParams,
+    seen: HashSet<ParamId>,
+}
+
+impl ModuleVisitor for Zeros {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let value = param.val();
+        if self.seen.insert(param.id) && value.is_require_grad() {
+            self.grads.register(param.id, value.inner().zeros_like());
+        }
+    }
 }
 
 struct SquaredNorm<'g> {
