@@ -57,6 +57,7 @@ fn result(id: usize, n: usize, solo_correct: usize, handoff_correct: usize) -> P
         handoff_senior_tokens: 5,
         handoff_junior_nll: 1.0,
         legibility: ChainStats { tokens: 10, junior_nll: 20.0, junior_top1: 4, kl_k3: 1.0, kl_exact: 2.0 },
+        prompt_hash: None,
     }
 }
 

@@ -479,6 +479,7 @@ impl<'m> Evaluation<'m> {
             handoff_senior_tokens,
             handoff_junior_nll: handoff_nll,
             legibility,
+            prompt_hash: Some(prompt_hash(&p.prompt)),
         })
     }
 }

@@ -31,6 +31,10 @@ pub struct ProblemResult {
     pub handoff_junior_nll: f64,
     /// Sums over the solo chains (legibility and drift).
     pub legibility: ChainStats,
+    /// [`prompt_hash`](super::prompt_hash) of its prompt, so that two evaluations can be
+    /// checked to have posed the same problem (absent in reports from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_hash: Option<u64>,
 }
 
 /// pass@k at one k.
