@@ -1,5 +1,6 @@
 //! `trlvr`: the command-line front end.
 
+mod compare;
 mod demo;
 mod eval;
 mod generate;
@@ -50,6 +51,8 @@ enum Command {
     Verify(verify::Args),
     /// Solo and handoff pass@k, communication tax, legibility and drift of a senior/junior pair.
     Eval(eval::Args),
+    /// Paired comparison of two evaluations over the same problems: B − A with bootstrap intervals.
+    Compare(compare::Args),
     /// List the objectives, schedules and partners available, loading plugin libraries.
     Plugins(plugins::Args),
 }
@@ -65,5 +68,6 @@ fn main() -> Result<()> {
         Command::Verify(args) => verify::run(&args),
         Command::Train(args) => train::run(&args),
         Command::Eval(args) => eval::run(&args),
+        Command::Compare(args) => compare::run(&args),
     }
 }
