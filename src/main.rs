@@ -1,5 +1,6 @@
 //! `trlvr`: the command-line front end.
 
+mod compare;
 mod data;
 mod demo;
 mod eval;
@@ -51,6 +52,8 @@ enum Command {
     Verify(verify::Args),
     /// Solo and handoff pass@k, communication tax, legibility and drift of a senior/junior pair.
     Eval(eval::Args),
+    /// Paired comparison of two evaluations over the same problems: B − A with bootstrap intervals.
+    Compare(compare::Args),
     /// Write a task's training and validation sets (disjoint by construction).
     Data(data::Args),
     /// List the objectives, schedules and partners available, loading plugin libraries.
@@ -68,6 +71,7 @@ fn main() -> Result<()> {
         Command::Verify(args) => verify::run(&args),
         Command::Train(args) => train::run(&args),
         Command::Eval(args) => eval::run(&args),
+        Command::Compare(args) => compare::run(&args),
         Command::Data(args) => data::run(&args),
     }
 }

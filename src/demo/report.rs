@@ -436,6 +436,7 @@ mod tests {
                 kl_k3: 1.0,
                 kl_exact: 1.0,
             },
+            prompt_hash: None,
         };
         let run = vec![p(0, 4, 2), p(1, 2, 2), p(2, 3, 1)];
         let c = compare(&[&run], &[&run], 1).unwrap();

@@ -67,6 +67,9 @@ pub enum Error {
         /// Why.
         source: Box<Error>,
     },
+    /// Two evaluations cannot be paired: other problems or other settings (all named).
+    #[error("not comparable: {0}")]
+    Incomparable(String),
     /// Reading a tensor back from the device failed.
     #[error("tensor read-back: {0}")]
     Read(String),

@@ -5,8 +5,8 @@
 use burn::prelude::*;
 use proptest::prelude::*;
 use trlvr::eval::{
-    Bootstrap, ChainStats, EvalConfig, EvalProblem, EvalSet, Evaluation, Mode, ProblemResult, Report,
-    SampleStore, Throughput, pass_at_k,
+    Bootstrap, ChainStats, CompareConfig, Comparison, EvalConfig, EvalProblem, EvalSet, Evaluation, Mode,
+    ProblemResult, Report, Run, SampleStore, Shown, Throughput, pass_at_k, prompt_hash,
 };
 use trlvr::prelude::*;
 
@@ -66,6 +66,7 @@ fn result(id: usize, n: usize, solo_correct: usize, handoff_correct: usize) -> P
             kl_k3: 1.0,
             kl_exact: 2.0,
         },
+        prompt_hash: None,
     }
 }
 
@@ -184,6 +185,19 @@ fn a_junior_that_cannot_read_the_senior_shows_a_tax_and_a_higher_cross_entropy()
     let scrambled = BigramLm::new(&scrambled_junior_table(), &device);
     let (own, _) = evaluate(&senior, &senior, 20);
     let (other, _) = evaluate(&senior, &scrambled, 20);
+    // Each problem's prompt hash is kept, and the pair compares (B: the scrambled junior):
+    // the same solo accuracy to the bit, a tax and a cross-entropy higher beyond doubt.
+    let hashes: Vec<Option<u64>> = own.sets[0].problems.iter().map(|p| p.prompt_hash).collect();
+    assert_eq!(hashes, (1..=20).map(|i| Some(prompt_hash(&vec![Q; i]))).collect::<Vec<_>>());
+    let c = Comparison::new(&Run::from(own.clone()), &Run::from(other.clone()), &CompareConfig::default())
+        .unwrap();
+    let d = &c.macro_differences;
+    assert_eq!((d.solo[0].difference.b_minus_a.high, d.solo[0].difference.shown), (0.0, Shown::Neither));
+    assert_eq!(
+        (d.tax_points.shown, d.junior_ce.shown, d.kl_exact.shown),
+        (Shown::BAbove, Shown::BAbove, Shown::BAbove)
+    );
+    assert_eq!(d.tax_points.b_minus_a.value, other.macro_figures.tax.points.value);
     let (own, other) = (&own.macro_figures, &other.macro_figures);
     eprintln!("self-paired: {own:?}\nscrambled: {other:?}");
     // Self-paired: identical streams, identical models: the same samples, no tax, no KL.

@@ -29,6 +29,9 @@
 //! handoff's first paragraph is the solo sample's (common random numbers: the tax is
 //! measured with less noise, and is exactly 0 for a junior identical to the senior).
 //!
+//! Two evaluations over the same problems (two seniors, say) are compared in [`compare`]:
+//! B − A of every figure, with intervals from one set of resampled problems for both.
+//!
 //! ```
 //! use burn::prelude::*;
 //! use trlvr::eval::{EvalConfig, EvalProblem, EvalSet, Evaluation, SampleStore};
@@ -49,6 +52,7 @@
 //! # Ok::<(), trlvr::Error>(())
 //! ```
 
+pub mod compare;
 pub mod legibility;
 mod report;
 mod stats;
@@ -59,6 +63,9 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use compare::{
+    CompareConfig, Comparison, Difference, Differences, PassAtDifference, Run, SetComparison, Shown,
+};
 pub use legibility::{Chain, ChainStats};
 pub use report::{Drift, Figures, Legibility, ProblemResult, Report, SetReport, Tax, Throughput};
 pub use stats::{Bootstrap, Estimate, pass_at_k, ratio_of_sums};
@@ -482,6 +489,7 @@ impl<'m> Evaluation<'m> {
             handoff_senior_tokens,
             handoff_junior_nll: handoff_nll,
             legibility,
+            prompt_hash: Some(prompt_hash(&p.prompt)),
         })
     }
 }

@@ -31,6 +31,10 @@ pub struct ProblemResult {
     pub handoff_junior_nll: f64,
     /// Sums over the solo chains (legibility and drift).
     pub legibility: ChainStats,
+    /// [`prompt_hash`](super::prompt_hash) of its prompt, so that two evaluations can be
+    /// checked to have posed the same problem (absent in reports from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_hash: Option<u64>,
 }
 
 /// pass@k at one k.
@@ -175,25 +179,25 @@ pub struct Report {
     pub throughput: Throughput,
 }
 
-/// Per-problem columns of one dataset.
-struct Columns {
-    ones: Vec<f64>,
+/// Per-problem columns of one dataset (also what [`super::compare`] resamples).
+pub(super) struct Columns {
+    pub(super) ones: Vec<f64>,
     /// `[k index][problem]`, fractions.
-    solo: Vec<Vec<f64>>,
-    handoff: Vec<Vec<f64>>,
-    chains: Vec<f64>,
-    chain_ce: Vec<f64>,
-    chain_top1: Vec<f64>,
-    tokens: Vec<f64>,
-    nll: Vec<f64>,
-    k3: Vec<f64>,
-    kl: Vec<f64>,
-    handoff_senior_tokens: Vec<f64>,
-    handoff_nll: Vec<f64>,
+    pub(super) solo: Vec<Vec<f64>>,
+    pub(super) handoff: Vec<Vec<f64>>,
+    pub(super) chains: Vec<f64>,
+    pub(super) chain_ce: Vec<f64>,
+    pub(super) chain_top1: Vec<f64>,
+    pub(super) tokens: Vec<f64>,
+    pub(super) nll: Vec<f64>,
+    pub(super) k3: Vec<f64>,
+    pub(super) kl: Vec<f64>,
+    pub(super) handoff_senior_tokens: Vec<f64>,
+    pub(super) handoff_nll: Vec<f64>,
 }
 
 impl Columns {
-    fn new(ks: &[usize], problems: &[ProblemResult]) -> Result<Self> {
+    pub(super) fn new(ks: &[usize], problems: &[ProblemResult]) -> Result<Self> {
         let col = |f: &dyn Fn(&ProblemResult) -> f64| problems.iter().map(f).collect::<Vec<f64>>();
         let pass = |correct: &dyn Fn(&ProblemResult) -> usize| -> Result<Vec<Vec<f64>>> {
             ks.iter().map(|&k| problems.iter().map(|p| pass_at_k(p.n, correct(p), k)).collect()).collect()

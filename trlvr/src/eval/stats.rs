@@ -45,11 +45,20 @@ pub fn pass_at_k(n: usize, c: usize, k: usize) -> Result<f64> {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
     /// The figure on the problems as they are.
+    #[serde(deserialize_with = "nan_if_null")]
     pub value: f64,
     /// Lower end of the interval.
+    #[serde(deserialize_with = "nan_if_null")]
     pub low: f64,
     /// Upper end of the interval.
+    #[serde(deserialize_with = "nan_if_null")]
     pub high: f64,
+}
+
+/// JSON has no NaN and serde_json writes one as `null` (a tax ratio when solo pass@1 is
+/// 0, say): read `null` back as NaN, so a written report reads back.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
 }
 
 impl Estimate {
@@ -165,5 +174,15 @@ mod tests {
         assert!(pass_at_k(4, 5, 1).is_err());
         assert!(pass_at_k(4, 1, 0).is_err());
         assert!(Bootstrap::new(&[3], 10, 0, 1.0).is_err());
+    }
+
+    #[test]
+    fn an_undefined_estimate_reads_back_from_json() {
+        let e = Estimate { value: f64::NAN, low: 1.0, high: f64::NAN };
+        let json = serde_json::to_string(&e).unwrap();
+        assert_eq!(json, r#"{"value":null,"low":1.0,"high":null}"#);
+        let back: Estimate = serde_json::from_str(&json).unwrap();
+        assert!(back.value.is_nan() && back.high.is_nan() && back.low == 1.0);
+        assert!(serde_json::from_str::<Estimate>(r#"{"value":"x","low":1,"high":2}"#).is_err());
     }
 }
