@@ -59,7 +59,9 @@ pub fn run(args: &Args) -> Result<()> {
         validation_percent: a.validation_percent,
     };
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    for (split, count, name) in [(Split::Train, a.train, "train"), (Split::Validation, a.validation, "validation")] {
+    for (split, count, name) in
+        [(Split::Train, a.train, "train"), (Split::Validation, a.validation, "validation")]
+    {
         let problems = task.problems(split, count, a.seed).with_context(|| format!("the {name} split"))?;
         let path = a.out.join(format!("{name}.jsonl"));
         write(&path, &problems)?;

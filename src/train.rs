@@ -86,7 +86,8 @@ fn task_examples(
         (None, None) => None,
     };
     let capped = |set: &Dataset, what: &str| -> Result<Vec<Example>> {
-        let (kept, dropped) = drop_long_prompts(examples(set, senior, &d.prompt_template)?, d.max_prompt_tokens);
+        let (kept, dropped) =
+            drop_long_prompts(examples(set, senior, &d.prompt_template)?, d.max_prompt_tokens);
         if dropped > 0 {
             eprintln!(
                 "{what}: dropped {dropped} of {} prompts longer than data.max_prompt_tokens = {}",
@@ -308,9 +309,13 @@ impl StepProgress {
                 }
             }
             FitProgress::Validation { done, problems, correct, rollout: p } => {
-                let line = format!("validation: {done}/{problems} problems done, {correct} samples right so far");
+                let line =
+                    format!("validation: {done}/{problems} problems done, {correct} samples right so far");
                 if self.terminal {
-                    self.bar.set_message(format!("{line}; {} tokens, {}/{} rows writing", p.tokens, p.live, p.rows));
+                    self.bar.set_message(format!(
+                        "{line}; {} tokens, {}/{} rows writing",
+                        p.tokens, p.live, p.rows
+                    ));
                 } else if self.validation_shown.replace(Some(done)) != Some(done) {
                     // Plain output: a line per batch of problems, not per token.
                     eprintln!("{line}");

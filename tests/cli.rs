@@ -460,3 +460,57 @@ fn eval_refuses_unknown_layouts_and_other_vocabularies() {
     assert!(err.contains("different vocabularies") && err.contains(junior), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The shipped arithmetic task is exactly what `trlvr data arithmetic` writes with the
+/// arguments in assets/arithmetic/README.md, and its two sets share no question.
+#[test]
+fn the_shipped_arithmetic_task_is_regenerated_byte_for_byte() {
+    let dir = scratch("arithmetic");
+    let out = dir.to_str().unwrap();
+    let args = [
+        "data",
+        "arithmetic",
+        "--max",
+        "20",
+        "--ops",
+        "+-",
+        "--validation-percent",
+        "15",
+        "--train",
+        "500",
+        "--validation",
+        "96",
+        "--seed",
+        "0",
+        "--out",
+        out,
+    ];
+    let (code, _, err) = trlvr(&args, "");
+    assert_eq!(code, 0, "{err}");
+    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/arithmetic/");
+    let mut questions = Vec::new();
+    for name in ["train.jsonl", "validation.jsonl"] {
+        let written = std::fs::read(dir.join(name)).unwrap();
+        assert!(written == std::fs::read(format!("{shipped}{name}")).unwrap(), "{name} differs");
+        let set: std::collections::HashSet<String> = String::from_utf8(written)
+            .unwrap()
+            .lines()
+            .map(|l| read_line(l)["problem"].as_str().unwrap().to_string())
+            .collect();
+        questions.push(set);
+    }
+    assert_eq!((questions[0].len(), questions[1].len()), (500, 96));
+    assert!(questions[0].is_disjoint(&questions[1]));
+    let readme = std::fs::read_to_string(format!("{shipped}README.md")).unwrap();
+    assert!(readme.contains(&args[..args.len() - 1].join(" ")), "the README names the command");
+    // Asking for more problems than the split holds is a clear error.
+    let (code, _, err) =
+        trlvr(&["data", "arithmetic", "--max", "3", "--train", "5", "--validation", "50", "--out", out], "");
+    assert_ne!(code, 0);
+    assert!(err.contains("only about") && err.contains("asked for 50"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn read_line(line: &str) -> serde_json::Value {
+    serde_json::from_str(line).unwrap()
+}

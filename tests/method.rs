@@ -146,8 +146,16 @@ fn the_junior_kl_metric_does_not_depend_on_the_micro_batching() {
     for rows in [1, 3, 5] {
         let m = step(rows);
         let kl = m.kl.unwrap();
-        assert!((kl - kl_whole).abs() <= 1e-5 * kl_whole, "{rows} rows per micro-batch: kl {kl} vs {kl_whole}");
-        assert!((m.loss - whole.loss).abs() <= 1e-5 * whole.loss.abs().max(1e-3), "{rows}: {} vs {}", m.loss, whole.loss);
+        assert!(
+            (kl - kl_whole).abs() <= 1e-5 * kl_whole,
+            "{rows} rows per micro-batch: kl {kl} vs {kl_whole}"
+        );
+        assert!(
+            (m.loss - whole.loss).abs() <= 1e-5 * whole.loss.abs().max(1e-3),
+            "{rows}: {} vs {}",
+            m.loss,
+            whole.loss
+        );
     }
 }
 

@@ -394,8 +394,9 @@ fn validation_held_out_of_the_training_file_and_overlong_prompts_dropped() {
     let model = tiny_model(&dir);
     let config = recipe(&dir, &model, "grpo", 2);
     // Eight problems, one with a question of some 300 tokens.
-    let mut data: String =
-        (1..=7).map(|i| format!("{{\"question\": \"What is {i} + {i}?\", \"answer\": \"#### {}\"}}\n", 2 * i)).collect();
+    let mut data: String = (1..=7)
+        .map(|i| format!("{{\"question\": \"What is {i} + {i}?\", \"answer\": \"#### {}\"}}\n", 2 * i))
+        .collect();
     let long = "Count the apples in this very long story. ".repeat(40);
     data.push_str(&format!("{{\"question\": \"{long}\", \"answer\": \"#### 1\"}}\n"));
     std::fs::write(dir.join("data.jsonl"), data).unwrap();
@@ -412,15 +413,22 @@ fn validation_held_out_of_the_training_file_and_overlong_prompts_dropped() {
     assert_eq!(code, 0, "{err}");
     // The long prompt is over the cap (whichever side the hash put it on), and the log says so.
     assert!(err.contains("dropped 1 of") && err.contains("max_prompt_tokens = 200"), "{err}");
-    assert!(err.contains("validation: 0/") || err.contains("validation: 2/"), "validation reports progress: {err}");
+    assert!(
+        err.contains("validation: 0/") || err.contains("validation: 2/"),
+        "validation reports progress: {err}"
+    );
     let metrics = lines(&out.join("metrics.jsonl"));
     assert!(metrics[1]["validation_pass1"].is_number(), "validated on the held-out rows");
     let resolved = std::fs::read_to_string(out.join("config.toml")).unwrap();
-    assert!(resolved.contains("holdout = 2") && resolved.contains("validation_grading = \"lenient\""), "{resolved}");
+    assert!(
+        resolved.contains("holdout = 2") && resolved.contains("validation_grading = \"lenient\""),
+        "{resolved}"
+    );
     // A held-out set and a validation file at once are refused.
     let both = format!("{}\n", text.replace("[train]", "holdout = 2\n\n[train]"));
     std::fs::write(&config, both).unwrap();
-    let (code, err) = trlvr(&["train", "--config", config.to_str().unwrap(), "--out", dir.join("r2").to_str().unwrap()]);
+    let (code, err) =
+        trlvr(&["train", "--config", config.to_str().unwrap(), "--out", dir.join("r2").to_str().unwrap()]);
     assert_ne!(code, 0);
     assert!(err.contains("data.holdout and data.validation"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);

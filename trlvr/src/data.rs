@@ -205,8 +205,11 @@ pub fn hold_out(problems: Vec<Problem>, n: usize) -> Result<(Vec<Problem>, Vec<P
             problems.len()
         )));
     }
-    let hash = |q: &str| q.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-    let mut order: Vec<(u64, usize)> = problems.iter().enumerate().map(|(i, p)| (hash(&p.question), i)).collect();
+    let hash = |q: &str| {
+        q.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    };
+    let mut order: Vec<(u64, usize)> =
+        problems.iter().enumerate().map(|(i, p)| (hash(&p.question), i)).collect();
     order.sort_unstable();
     let mut held = vec![false; problems.len()];
     for &(_, i) in &order[..n] {
@@ -297,29 +300,34 @@ mod tests {
 
     #[test]
     fn the_prompt_is_the_question_a_space_and_the_papers_suffix() {
-        assert_eq!(user_message(DEFAULT_TEMPLATE, "What is 2 + 3?"), format!("What is 2 + 3? {METHOD_SUFFIX}"));
+        assert_eq!(
+            user_message(DEFAULT_TEMPLATE, "What is 2 + 3?"),
+            format!("What is 2 + 3? {METHOD_SUFFIX}")
+        );
         // Against the research notes themselves, where they sit beside the repository.
         let notes = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/docs/method.md");
         if let Ok(text) = std::fs::read_to_string(notes) {
-            let quoted: Vec<&str> = text.split('`').filter(|s| s.starts_with("Solve the following")).collect();
+            let quoted: Vec<&str> =
+                text.split('`').filter(|s| s.starts_with("Solve the following")).collect();
             assert_eq!(quoted, [METHOD_SUFFIX], "method.md's suffix");
         }
     }
 
     #[test]
     fn held_out_questions_never_train() {
+        // Every question twice: 21 held out split one pair, whose other copy leaves the
+        // training side too.
         let problems: Vec<Problem> = (0..200)
-            .map(|i| Problem { line: i + 1, question: format!("q{}", i % 150), reference: i.to_string() })
+            .map(|i| Problem { line: i + 1, question: format!("q{}", i % 100), reference: i.to_string() })
             .collect();
-        let (train, held) = hold_out(problems.clone(), 20).unwrap();
-        assert_eq!(held.len(), 20);
+        let (train, held) = hold_out(problems.clone(), 21).unwrap();
+        assert_eq!(held.len(), 21);
         assert!(held.iter().all(|h| train.iter().all(|t| t.question != h.question)));
-        // Duplicated questions (50 of them) left the training side with their copy.
-        assert!(train.len() + held.len() < problems.len());
+        assert_eq!(train.len(), 178);
         // The split follows the questions, not the order.
         let mut reversed = problems.clone();
         reversed.reverse();
-        let (_, held_again) = hold_out(reversed, 20).unwrap();
+        let (_, held_again) = hold_out(reversed, 21).unwrap();
         let key = |v: &[Problem]| {
             let mut q: Vec<String> = v.iter().map(|p| p.question.clone()).collect();
             q.sort();

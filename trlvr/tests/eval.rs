@@ -286,7 +286,16 @@ fn direct(
     s: &[[f32; V]; V],
     j: &[[f32; V]; V],
 ) -> Direct {
-    let mut d = Direct { chains: 0.0, chain_ce: 0.0, chain_top1: 0.0, tokens: 0.0, ce: 0.0, top1: 0.0, k3: 0.0, kl: 0.0 };
+    let mut d = Direct {
+        chains: 0.0,
+        chain_ce: 0.0,
+        chain_top1: 0.0,
+        tokens: 0.0,
+        ce: 0.0,
+        top1: 0.0,
+        k3: 0.0,
+        kl: 0.0,
+    };
     for (prompt, response, _) in chains(store, 12, Mode::Solo) {
         assert!(!response.contains(&EOS));
         let (lj, ls) = (scored(junior, &prompt, &response), scored(senior, &prompt, &response));

@@ -626,8 +626,8 @@ mod tests {
                 checked.1 += usize::from(diff.b_minus_a.value != 0.0);
             }
         }
-        // 3 tables of 6 pass@k and 7 other figures; most of them moved.
-        assert_eq!(checked.0, 3 * 13);
+        // 3 tables of 6 pass@k and 8 other figures; most of them moved.
+        assert_eq!(checked.0, 3 * 14);
         assert!(checked.1 >= 30, "{checked:?}");
     }
 
@@ -685,7 +685,7 @@ mod tests {
         let md = c.to_markdown(&[]);
         let rows: Vec<&str> =
             md.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| figure")).collect();
-        assert_eq!(rows.len(), 3 * 12, "{md}");
+        assert_eq!(rows.len(), 3 * 13, "{md}");
         assert!(
             rows.iter().all(|r| r.ends_with("| +0.0 [+0.0, +0.0] | no difference shown |")
                 || r.ends_with("| +0.000 [+0.000, +0.000] | no difference shown |")),

@@ -435,12 +435,15 @@ impl<'m> Evaluation<'m> {
         handoff: &ProblemSamples,
     ) -> Result<ProblemResult> {
         // A sample's text tokens: without the EOS that closed it.
-        let shown = |s: &Sample| s.tokens.len() - usize::from(s.finish == Finish::Eos && !s.tokens.is_empty());
+        let shown =
+            |s: &Sample| s.tokens.len() - usize::from(s.finish == Finish::Eos && !s.tokens.is_empty());
         let correct = |samples: &ProblemSamples| {
             samples
                 .samples
                 .iter()
-                .filter(|s| set.verifier.verify(&(self.detokenize)(&s.tokens[..shown(s)]), &p.reference).correct)
+                .filter(|s| {
+                    set.verifier.verify(&(self.detokenize)(&s.tokens[..shown(s)]), &p.reference).correct
+                })
                 .count()
         };
         let (solo_correct, handoff_correct) = (correct(solo), correct(handoff));

@@ -536,7 +536,8 @@ impl<'a, P: Policy> Trainer<'a, P> {
         for (k, chunk) in self.task.validation.chunks(c.prompts_per_step).enumerate() {
             let prompts: Vec<Vec<TokenId>> = chunk.iter().map(|e| e.prompt.clone()).collect();
             let done = k * c.prompts_per_step;
-            let mut report = |rollout| on_progress(FitProgress::Validation { done, problems, correct, rollout });
+            let mut report =
+                |rollout| on_progress(FitProgress::Validation { done, problems, correct, rollout });
             for r in engine.generate_with(&prompts, &Solo::senior(), &mut report)? {
                 let text = self.task.text.text(&r.tokens);
                 correct += usize::from(
