@@ -281,7 +281,7 @@ struct StepProgress {
     bar: ProgressBar,
     terminal: bool,
     total: usize,
-    /// The last validation count printed, in plain output.
+    /// The quarter of validation last printed, in plain output.
     validation_shown: std::cell::Cell<Option<usize>>,
 }
 
@@ -316,9 +316,12 @@ impl StepProgress {
                         "{line}; {} tokens, {}/{} rows writing",
                         p.tokens, p.live, p.rows
                     ));
-                } else if self.validation_shown.replace(Some(done)) != Some(done) {
-                    // Plain output: a line per batch of problems, not per token.
-                    eprintln!("{line}");
+                } else {
+                    // Plain output: a line at the start and at each quarter, not per token.
+                    let quarter = 4 * done / problems.max(1);
+                    if self.validation_shown.replace(Some(quarter)) != Some(quarter) {
+                        eprintln!("{line}");
+                    }
                 }
             }
         }

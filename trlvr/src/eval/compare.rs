@@ -12,12 +12,12 @@
 //! |---|---|
 //! | solo, handoff pass@k | every k of the runs' `ks`, percent |
 //! | communication tax | solo − handoff pass@k at the first k (pass@1 by default), points |
-//! | legibility | the junior's CE (nats per token) and top-1 (percent) on the solo chains |
+//! | legibility | the junior's CE (nats per token; the mean of per-chain means, and token-weighted) and top-1 (percent) on the solo chains |
 //! | drift | KL k3 and exact; the junior's NLL of solo and of handoff senior tokens (nats per token) |
 //!
 //! Every figure is computed from the per-problem results as the report computes it (per
-//! dataset a ratio of sums, token-weighted for the per-token figures; the macro figure the
-//! mean over datasets), so the point estimate of a difference is B's figure minus A's,
+//! dataset a ratio of sums: over chains for legibility, over tokens for drift; the macro
+//! figure the mean over datasets), so the point estimate of a difference is B's figure minus A's,
 //! exactly. [`Shown`] reads its interval: B above A, below, or no difference shown when
 //! the interval holds 0.
 //!
