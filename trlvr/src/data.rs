@@ -205,11 +205,8 @@ pub fn hold_out(problems: Vec<Problem>, n: usize) -> Result<(Vec<Problem>, Vec<P
             problems.len()
         )));
     }
-    let hash = |q: &str| {
-        q.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-    };
     let mut order: Vec<(u64, usize)> =
-        problems.iter().enumerate().map(|(i, p)| (hash(&p.question), i)).collect();
+        problems.iter().enumerate().map(|(i, p)| (fnv1a(p.question.bytes()), i)).collect();
     order.sort_unstable();
     let mut held = vec![false; problems.len()];
     for &(_, i) in &order[..n] {
@@ -227,6 +224,12 @@ pub fn hold_out(problems: Vec<Problem>, n: usize) -> Result<(Vec<Problem>, Vec<P
         }
     }
     Ok((train, validation))
+}
+
+/// FNV-1a, 64 bits: a hash that stays the same across Rust versions and machines, for
+/// splits and store keys written to disk.
+pub(crate) fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
+    bytes.into_iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 fn missing(field: &str, object: &serde_json::Map<String, Value>) -> String {
@@ -250,8 +253,7 @@ pub fn user_message(template: &str, question: &str) -> String {
 
 /// The default prompt template, the paper's exactly (method.md §2): the question, one
 /// space, then the instruction to reason step by step and box the answer, with two
-/// examples of a box. The examples matter for small models: without them SmolLM2-135M
-/// almost never boxes its answer.
+/// examples of a box.
 pub const DEFAULT_TEMPLATE: &str = "{question} Solve the following math problem step by step. Put your final answer \
                                     inside \\boxed{}, like \\boxed{42} or \\boxed{\\frac{1}{2}}.";
 

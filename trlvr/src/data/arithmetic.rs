@@ -82,9 +82,7 @@ impl Arithmetic {
 
     /// The split a question belongs to: by an FNV-1a hash of its text.
     pub fn split_of(&self, question: &str) -> Split {
-        let hash = question
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        let hash = super::fnv1a(question.bytes());
         // The top bits: FNV's low bits mix poorly.
         if (hash >> 32) % 100 < u64::from(self.validation_percent) { Split::Validation } else { Split::Train }
     }

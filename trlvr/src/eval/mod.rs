@@ -522,8 +522,5 @@ fn check_sets(sets: &[EvalSet]) -> Result<()> {
 
 /// FNV-1a over the prompt's ids: the key of a problem's samples in a [`SampleStore`].
 pub fn prompt_hash(tokens: &[TokenId]) -> u64 {
-    tokens
-        .iter()
-        .flat_map(|t| t.to_le_bytes())
-        .fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    crate::data::fnv1a(tokens.iter().flat_map(|t| t.to_le_bytes()))
 }
