@@ -175,6 +175,8 @@ fn hand_formed_head_gradients_equal_the_full_logits_path() {
                     lean_token_log_probs(hidden, model.head_weight(), &batch, 0.7, &from, chunk)
                 }
             };
+            // The trainer makes the values a leaf of the objective's graph: they carry none.
+            let _ = scored.values.clone().require_grad();
             let diff = max_diff(scored.values.clone(), want.clone());
             assert!(diff < TOLERANCE, "{name}, chunk {chunk:?}: values differ by {diff}");
             let got_grads = scored.surrogate(upstream.clone()).unwrap().backward();

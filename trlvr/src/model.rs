@@ -420,7 +420,8 @@ pub fn lean_token_log_probs<'a>(
     let device = hidden.device();
     let (slots, targets) = scored_slots(batch, t, from);
     let hidden = hidden.reshape([b * t, d]);
-    let w = weight.clone().detach();
+    // Burn's `detach` keeps a parameter's `require_grad`; the values must carry no graph.
+    let w = weight.clone().detach().set_require_grad(false);
     let int = {
         let device = device.clone();
         move |v: &[i64]| Tensor::<1, Int>::from_data(TensorData::new(v.to_vec(), [v.len()]), &device)
