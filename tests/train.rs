@@ -707,6 +707,33 @@ fn a_later_mini_batch_scores_its_ratio_against_the_policy_before_the_steps_updat
     assert!(two > 0.05, "the second mini-batch clips: {two}");
 }
 
+/// π_old of the second mini-batch from the rollouts' recorded log-probs (the default) and
+/// from a full pass after them give the same step (clipped tokens, loss, gradient norm)
+/// up to the rounding between cached decoding and a full pass.
+#[test]
+fn pi_old_recorded_by_the_rollouts_equals_pi_old_scored_again() {
+    let (classes, train) = (classes(), examples());
+    let junior = fixture("qwen3-tiny-tied", &Device::default());
+    let grpo = Grpo::new(GrpoConfig::default()).unwrap();
+    let solo = Solo::senior();
+    let step = |recompute_old_log_probs: bool| {
+        let config = TrainConfig { lr: 5e-2, mini_batch_prompts: 2, recompute_old_log_probs, ..one_step() };
+        let senior = fixture("qwen3-tiny-tied", &Device::default().autodiff());
+        let mut trainer =
+            Trainer::new(config, senior, &junior, &solo, &grpo, task_judged_by(&train, &classes, &LowIds))
+                .unwrap();
+        trainer.step().unwrap().metrics
+    };
+    let (recorded, scored) = (step(false), step(true));
+    assert!(recorded.clip_frac > 0.05, "the second mini-batch clips: {}", recorded.clip_frac);
+    let close = |a: f64, b: f64, what: &str| {
+        assert!((a - b).abs() <= 1e-4 * b.abs().max(1e-3), "{what}: recorded {a}, scored again {b}");
+    };
+    close(recorded.clip_frac, scored.clip_frac, "clip fraction");
+    close(recorded.loss, scored.loss, "loss");
+    close(recorded.grad_norm, scored.grad_norm, "gradient norm");
+}
+
 #[test]
 fn the_library_refuses_junior_kl_under_a_schedule_where_the_junior_writes() {
     let (classes, train) = (classes(), examples());

@@ -1,11 +1,11 @@
 //! [`Decoder`] as a [`Partner`] and [`Policy`]: prefill, per-row incremental decoding
 //! and teacher-forced scoring.
 //!
-//! A session's state is one batched [`KvCache`] with a row per session row. `start`
+//! A session's state is one batched [`KvCache`] with a row per live session row. `start`
 //! prefills each distinct prompt once and copies its slots to that prompt's rows.
 //! `extend` runs one padded forward pass, in place on the session's cache, over every
-//! row: fed rows with their new tokens (rows may get different numbers), the others
-//! with none. The token-wise layers see only real tokens; only the last position of each
+//! live row: fed rows with their new tokens (rows may get different numbers), the others
+//! with none; `retire` drops finished rows from the batch. The token-wise layers see only real tokens; only the last position of each
 //! predicting row goes through the LM head.
 
 use std::collections::HashSet;
@@ -21,6 +21,19 @@ use trlvr::token::{TokenBatch, TokenId};
 use crate::cache::KvCache;
 use crate::decoder::Decoder;
 use crate::{Error, Result};
+
+/// A decoder session's state: the batched cache, and where each session row sits in it
+/// (`None` once retired).
+struct Rows {
+    cache: KvCache,
+    at: Vec<Option<usize>>,
+}
+
+impl Rows {
+    fn new(cache: KvCache) -> Self {
+        Self { at: (0..cache.rows()).map(Some).collect(), cache }
+    }
+}
 
 impl Decoder {
     /// Checks ids against the vocabulary and right-pads `rows` with id 0.
@@ -133,7 +146,7 @@ impl Partner for Decoder {
         let hidden = self.hidden(ids, &lengths, Some(&mut cache))?;
         let last = self.last_logits(hidden, &lengths); // [prompts, vocab]
         if copies == 1 {
-            return Ok((Session::new(lengths, Box::new(cache)), last));
+            return Ok((Session::new(lengths, Box::new(Rows::new(cache))), last));
         }
 
         // 2. Give each prompt `copies` rows, prompt-major.
@@ -141,7 +154,7 @@ impl Partner for Decoder {
         let index: Vec<i64> = owner.iter().map(|&p| p as i64).collect();
         let index = Tensor::<1, Int>::from_data(TensorData::new(index, [owner.len()]), &last.device());
         let read = owner.iter().map(|&p| lengths[p]).collect();
-        let session = Session::new(read, Box::new(cache.repeat_rows(&owner)));
+        let session = Session::new(read, Box::new(Rows::new(cache.repeat_rows(&owner))));
         Ok((session, last.select(0, index)))
     }
 
@@ -163,30 +176,61 @@ impl Partner for Decoder {
             ))
             .into());
         }
-        // 2. One padded call over every row of the session, in place on its cache: rows
-        //    that read nothing now have length 0 (their padded slots land past their
+        // 2. One padded call over every row still in the batch, in place on the cache:
+        //    rows that read nothing now have length 0 (their padded slots land past their
         //    length, where nothing reads them), and only fed rows reach the LM head.
-        let state = session.state_mut::<KvCache>()?;
-        let mut tokens: Vec<&[TokenId]> = vec![&[]; total];
+        let state = session.state_mut::<Rows>()?;
+        let mut tokens: Vec<&[TokenId]> = vec![&[]; state.cache.rows()];
         for feed in feeds {
-            tokens[feed.row] = feed.tokens;
+            let at = state.at[feed.row]
+                .ok_or_else(|| Error::Input(format!("row {} was retired and cannot be fed", feed.row)))?;
+            tokens[at] = feed.tokens;
         }
         let (ids, lengths) = self.padded_rows(&tokens, &self.weights_device())?;
-        let hidden = self.hidden(ids, &lengths, Some(state))?;
+        let hidden = self.hidden(ids, &lengths, Some(&mut state.cache))?;
+        // 3. The LM head only for rows that predict.
+        let rows: Vec<usize> = feeds.iter().filter(|f| f.predict).filter_map(|f| state.at[f.row]).collect();
         for feed in feeds {
             session.advance(feed.row, feed.tokens.len());
         }
-        // 3. The LM head only for rows that predict.
-        let rows: Vec<usize> = feeds.iter().filter(|f| f.predict).map(|f| f.row).collect();
         if rows.is_empty() {
             return Ok(no_logits());
         }
         Ok(self.last_logits_of(hidden, &lengths, &rows))
     }
 
+    /// Once a quarter of the batch has retired, the cache keeps only the live rows (one
+    /// copy of their slots): later steps compute no finished row.
+    fn retire(&self, session: &mut Session, rows: &[usize]) -> trlvr::Result<()> {
+        let state = session.state_mut::<Rows>()?;
+        for &row in rows {
+            *state
+                .at
+                .get_mut(row)
+                .ok_or_else(|| Error::Input(format!("retired row {row} is out of range")))? = None;
+        }
+        let mut live: Vec<(usize, usize)> =
+            state.at.iter().enumerate().filter_map(|(row, at)| at.map(|at| (at, row))).collect();
+        if live.len() * 4 > state.cache.rows() * 3 {
+            return Ok(());
+        }
+        live.sort_unstable();
+        let kept: Vec<usize> = live.iter().map(|&(at, _)| at).collect();
+        state.cache =
+            if kept.is_empty() { KvCache::new(0) } else { state.cache.gather(&kept, state.cache.capacity()) };
+        for (at, &(_, row)) in live.iter().enumerate() {
+            state.at[row] = Some(at);
+        }
+        Ok(())
+    }
+
     fn score(&self, batch: &TokenBatch, temperature: f32) -> trlvr::Result<Tensor<2>> {
-        let from = vec![0; batch.rows().len()];
-        Ok(self.chunked_log_probs(batch, temperature, &from)?.detach())
+        self.score_from(batch, temperature, &vec![0; batch.rows().len()])
+    }
+
+    fn score_from(&self, batch: &TokenBatch, temperature: f32, from: &[usize]) -> trlvr::Result<Tensor<2>> {
+        check_from(batch, from)?;
+        Ok(self.chunked_log_probs(batch, temperature, from)?.detach())
     }
 
     fn logits(&self, batch: &TokenBatch) -> trlvr::Result<Tensor<3>> {

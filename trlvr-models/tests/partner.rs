@@ -217,3 +217,67 @@ fn an_adamw_step_on_log_probs_raises_them() {
     eprintln!("sum of log-probs over three steps: {totals:?}");
     assert!(totals[2] > totals[0]);
 }
+
+/// Rows retired from a session leave its batch (the cache compacts once a quarter has
+/// gone) and the rows still live decode exactly as a full forward says; a retired row
+/// cannot be fed.
+#[test]
+fn retired_rows_leave_the_batch_and_the_rest_decode_as_before() {
+    for name in FIXTURES {
+        let model = load(name);
+        let prompts: [&[u32]; 2] = [&[5, 17, 200, 3], &[9, 8]];
+        let (mut session, _) = model.start(&prompts, 3).unwrap();
+        let mut seqs: Vec<Vec<u32>> = (0..6).map(|r| prompts[r / 3].to_vec()).collect();
+        let mut live: Vec<usize> = (0..6).collect();
+        let mut worst = 0.0f32;
+        // Retire one row (no compaction yet), then two more (half gone: compacts), then one.
+        for (step, retire) in [vec![1], vec![0, 4], vec![5], vec![]].into_iter().enumerate() {
+            model.retire(&mut session, &retire).unwrap();
+            live.retain(|r| !retire.contains(r));
+            for &r in &retire {
+                let err = model.extend(&mut session, &[Feed::predict(r, &[7])]).unwrap_err();
+                assert!(err.to_string().contains("retired"), "{err}");
+            }
+            // Live rows in reverse order, the last of them with two tokens.
+            let new: Vec<(usize, Vec<u32>)> = live
+                .iter()
+                .rev()
+                .enumerate()
+                .map(|(i, &r)| {
+                    let t = (step as u32 * 37 + r as u32 * 11 + 3) % 256;
+                    (r, if i + 1 == live.len() { vec![t, (t + 5) % 256] } else { vec![t] })
+                })
+                .collect();
+            let feeds: Vec<Feed<'_>> = new.iter().map(|(r, t)| Feed::predict(*r, t)).collect();
+            let next = model.extend(&mut session, &feeds).unwrap();
+            assert_eq!(next.dims()[0], live.len());
+            for (i, (r, t)) in new.iter().enumerate() {
+                seqs[*r].extend(t);
+                assert_eq!(session.read(*r), seqs[*r].len());
+                worst = worst.max(max_diff(row(&next, i), full_last(&model, &seqs[*r])));
+            }
+        }
+        assert!(model.retire(&mut session, &[6]).is_err(), "row 6 is out of range");
+        eprintln!("{name}: max |cached - full| = {worst:.2e}");
+        assert!(worst < TOLERANCE, "{name}: {worst}");
+    }
+}
+
+/// Scoring from each response's start gives `score`'s values there and 0 before.
+#[test]
+fn score_from_is_score_past_each_rows_start() {
+    for name in FIXTURES {
+        let model = load(name);
+        let batch = TokenBatch::new(vec![vec![5, 17, 200, 3, 9], vec![9, 8, 7]], 0).unwrap();
+        let all = model.score(&batch, 0.7).unwrap().try_into_vec_as::<f32>().unwrap();
+        let from = [3, 1];
+        let part = model.score_from(&batch, 0.7, &from).unwrap().try_into_vec_as::<f32>().unwrap();
+        for (i, (a, p)) in all.iter().zip(&part).enumerate() {
+            let (r, slot) = (i / 5, i % 5);
+            let want = if slot >= from[r] { *a } else { 0.0 };
+            assert!((p - want).abs() < 1e-5, "{name}: row {r} slot {slot}: {p} vs {want}");
+        }
+        assert!(part.iter().any(|&p| p != 0.0));
+        assert!(model.score_from(&batch, 0.7, &[1]).is_err(), "one start per row");
+    }
+}

@@ -120,6 +120,17 @@ pub trait Partner: Send + Sync {
     /// [`Error::ForeignSession`] for another model's session; model-specific otherwise.
     fn extend(&self, session: &mut Session, feeds: &[Feed<'_>]) -> Result<Tensor<2>>;
 
+    /// Says that `rows` of `session` will never be fed again (their rollouts ended), so
+    /// the model may stop computing them; a decoder drops them from its batch. The
+    /// default keeps them, which is always correct.
+    ///
+    /// # Errors
+    /// [`Error::ForeignSession`] for another model's session; model-specific otherwise.
+    fn retire(&self, session: &mut Session, rows: &[usize]) -> Result<()> {
+        let _ = (session, rows);
+        Ok(())
+    }
+
     /// Teacher-forced log-probabilities of every token given its prefix, from logits
     /// divided by `temperature`: `[batch, width]`, position 0 (no prefix) and padding
     /// are 0. No gradient is recorded.
@@ -127,6 +138,17 @@ pub trait Partner: Send + Sync {
     /// # Errors
     /// Model-specific.
     fn score(&self, batch: &TokenBatch, temperature: f32) -> Result<Tensor<2>>;
+
+    /// [`Partner::score`] of row `r`'s slots from `from[r]` on (a response's start); the
+    /// slots before are 0. A decoder then runs its LM head on those positions only. The
+    /// default scores everything and zeroes the rest.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if `from` does not have one entry per row; as [`Partner::score`].
+    fn score_from(&self, batch: &TokenBatch, temperature: f32, from: &[usize]) -> Result<Tensor<2>> {
+        check_from(batch, from)?;
+        Ok(zeroed_before(self.score(batch, temperature)?, from))
+    }
 
     /// Raw next-token logits at every position of `batch` (teacher forcing, no
     /// gradient): `[batch, width, vocab]`, position `t` predicting token `t + 1`; padded
@@ -285,6 +307,15 @@ pub fn check_from(batch: &TokenBatch, from: &[usize]) -> Result<()> {
     } else {
         Err(Error::Shape(format!("{} `from` positions for {} rows", from.len(), batch.rows().len())))
     }
+}
+
+/// `scored` (`[rows, width]`) with row `r`'s slots before `from[r]` set to 0.
+pub fn zeroed_before(scored: Tensor<2>, from: &[usize]) -> Tensor<2> {
+    let [b, t] = scored.dims();
+    let keep: Vec<f32> =
+        from.iter().flat_map(|&f| (0..t).map(move |p| f32::from(u8::from(p >= f)))).collect();
+    let keep = Tensor::<2>::from_data(TensorData::new(keep, [b, t]), (&scored.device(), DType::F32));
+    scored * keep
 }
 
 /// Log-probabilities `[b, t]` of `ids[:, t]` under `logits[:, t - 1, :] / temperature`;
@@ -458,13 +489,13 @@ pub fn lean_token_log_probs<'a>(
             let n = slots.len();
             let (before, rows, z) = logits(slots);
             let u = upstream.clone().select(0, int(slots)).reshape([n, 1]) / temperature;
-            let onehot = Tensor::<2>::zeros([n, vocab], float32).scatter(
+            // onehot(y) − softmax(z) without a dense one-hot: −softmax(z), plus 1 at y.
+            let q = burn::tensor::activation::softmax(z, 1).neg().scatter(
                 1,
                 int(targets).reshape([n, 1]),
                 Tensor::ones([n, 1], float32),
                 burn::tensor::IndexingUpdateOp::Add,
-            );
-            let q = (onehot - burn::tensor::activation::softmax(z, 1)) * u; // [n, vocab]
+            ) * u; // [n, vocab]
             d_hidden = d_hidden.select_assign(
                 0,
                 int(&before),

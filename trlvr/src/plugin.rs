@@ -643,8 +643,19 @@ impl Partner for Plugged<dyn Partner> {
     fn extend(&self, session: &mut Session, feeds: &[Feed<'_>]) -> Result<burn::prelude::Tensor<2>> {
         self.inner.extend(session, feeds)
     }
+    fn retire(&self, session: &mut Session, rows: &[usize]) -> Result<()> {
+        self.inner.retire(session, rows)
+    }
     fn score(&self, batch: &TokenBatch, temperature: f32) -> Result<burn::prelude::Tensor<2>> {
         self.inner.score(batch, temperature)
+    }
+    fn score_from(
+        &self,
+        batch: &TokenBatch,
+        temperature: f32,
+        from: &[usize],
+    ) -> Result<burn::prelude::Tensor<2>> {
+        self.inner.score_from(batch, temperature, from)
     }
     fn logits(&self, batch: &TokenBatch) -> Result<burn::prelude::Tensor<3>> {
         self.inner.logits(batch)

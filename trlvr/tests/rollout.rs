@@ -1,6 +1,7 @@
 //! The tandem rollout engine: solo equivalence, replay, exact caches, EOS and length,
 //! batch independence, the catch-up modes, vocabulary checks.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use burn::prelude::*;
@@ -42,11 +43,19 @@ struct Counting<'a> {
     starts: AtomicUsize,
     calls: AtomicUsize,
     fed: AtomicUsize,
+    /// Rows retired, each counted once per call that named it.
+    retired: Mutex<Vec<usize>>,
 }
 
 impl<'a> Counting<'a> {
     fn new(inner: &'a dyn Partner) -> Self {
-        Self { inner, starts: AtomicUsize::new(0), calls: AtomicUsize::new(0), fed: AtomicUsize::new(0) }
+        Self {
+            inner,
+            starts: AtomicUsize::new(0),
+            calls: AtomicUsize::new(0),
+            fed: AtomicUsize::new(0),
+            retired: Mutex::new(Vec::new()),
+        }
     }
 }
 
@@ -65,6 +74,10 @@ impl Partner for Counting<'_> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.fed.fetch_add(feeds.iter().map(|f| f.tokens.len()).sum(), Ordering::Relaxed);
         self.inner.extend(session, feeds)
+    }
+    fn retire(&self, session: &mut Session, rows: &[usize]) -> trlvr::Result<()> {
+        self.retired.lock().unwrap().extend(rows);
+        self.inner.retire(session, rows)
     }
     fn score(&self, batch: &TokenBatch, temperature: f32) -> trlvr::Result<Tensor<2>> {
         self.inner.score(batch, temperature)
@@ -90,6 +103,12 @@ fn solo_never_starts_the_junior_and_catch_up_reads_each_token_once() {
     engine.generate(&prompts(), &Solo::senior()).unwrap();
     assert_eq!(j.starts.load(Ordering::Relaxed), 0);
     assert_eq!(j.fed.load(Ordering::Relaxed), 0);
+    // Every row, once finished, is retired from the senior's batch once; the junior, never
+    // started, hears of none.
+    let mut retired = s.retired.lock().unwrap().clone();
+    retired.sort_unstable();
+    assert_eq!(retired, (0..prompts().len() * 3).collect::<Vec<_>>());
+    assert!(j.retired.lock().unwrap().is_empty());
 
     let (s, j) = (Counting::new(&senior), Counting::new(&junior));
     let engine = RolloutEngine::new(&s, &j, &classes, config(5, 3, 30)).unwrap();
@@ -100,6 +119,11 @@ fn solo_never_starts_the_junior_and_catch_up_reads_each_token_once() {
     let (fs, fj) = (s.fed.load(Ordering::Relaxed), j.fed.load(Ordering::Relaxed));
     assert!(fs <= bound && fj <= bound, "senior read {fs}, junior {fj}, bound {bound}");
     assert_eq!((s.starts.load(Ordering::Relaxed), j.starts.load(Ordering::Relaxed)), (1, 1));
+    for model in [&s, &j] {
+        let mut retired = model.retired.lock().unwrap().clone();
+        retired.sort_unstable();
+        assert_eq!(retired, (0..rollouts.len()).collect::<Vec<_>>(), "each row retired once");
+    }
 }
 
 #[test]

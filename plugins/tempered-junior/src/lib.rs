@@ -32,7 +32,7 @@ use burn::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
-use trlvr::model::token_log_probs;
+use trlvr::model::{token_log_probs, zeroed_before};
 use trlvr::plugin::{Factory, Registration};
 use trlvr::prelude::*;
 
@@ -127,12 +127,23 @@ impl<P: Partner> Partner for Tempered<P> {
         Ok(self.temper2(self.inner.extend(session, feeds)?))
     }
 
+    fn retire(&self, session: &mut Session, rows: &[usize]) -> Result<()> {
+        self.inner.retire(session, rows)
+    }
+
     fn score(&self, batch: &TokenBatch, temperature: f32) -> Result<Tensor<2>> {
         if self.noise.is_none() {
             // log_softmax(logits / T / t): the inner model scores it without the full logits.
             return self.inner.score(batch, temperature * self.temperature);
         }
         Ok(token_log_probs(self.logits(batch)?, batch, temperature))
+    }
+
+    fn score_from(&self, batch: &TokenBatch, temperature: f32, from: &[usize]) -> Result<Tensor<2>> {
+        if self.noise.is_none() {
+            return self.inner.score_from(batch, temperature * self.temperature, from);
+        }
+        Ok(zeroed_before(self.score(batch, temperature)?, from))
     }
 
     fn logits(&self, batch: &TokenBatch) -> Result<Tensor<3>> {

@@ -114,7 +114,8 @@ pub fn junior_nll_of_senior_tokens(
     let mut out = Vec::with_capacity(chains.len());
     for chunk in chunks(chains, junior.vocab_size(), budget) {
         let (batch, width) = batch_of(&chains[chunk.clone()])?;
-        let lp = read(junior.score(&batch, 1.0)?)?;
+        let from: Vec<usize> = chains[chunk.clone()].iter().map(|c| c.prompt.len()).collect();
+        let lp = read(junior.score_from(&batch, 1.0, &from)?)?;
         for (r, i) in chunk.enumerate() {
             let p = chains[i].prompt.len();
             let row = &lp[r * width..(r + 1) * width];

@@ -276,6 +276,7 @@ impl<'m> RolloutEngine<'m> {
         });
         let prompt_refs: Vec<&[TokenId]> = prompts.iter().map(Vec::as_slice).collect();
         let mut progress = Progress { steps: 0, live: rows.len(), rows: rows.len(), tokens: 0 };
+        let mut finished: Vec<usize> = Vec::new();
 
         loop {
             // 1. Each model's plan: the live rows it writes, and what every row it feeds
@@ -328,7 +329,14 @@ impl<'m> RolloutEngine<'m> {
                         }
                         Next::Write(_) => None,
                     };
+                    if row.finish.is_some() {
+                        finished.push(i);
+                    }
                 }
+            }
+            // 4. Finished rows leave both models' batches.
+            for side in &mut sides {
+                side.retire(&finished)?;
             }
             progress.steps += 1;
             progress.tokens += plans.iter().map(|plan| plan.own.len()).sum::<usize>();
@@ -436,11 +444,25 @@ struct Side<'m> {
     start_logits: Option<Tensor<2>>,
     /// Sample on the host from logits read back (CPU devices), or where the logits are.
     on_host: bool,
+    /// How many of the finished rows (in the order they finished) the model was told of.
+    retired: usize,
 }
 
 impl<'m> Side<'m> {
     fn new(model: &'m dyn Partner, on_host: bool) -> Self {
-        Self { model, session: None, start_logits: None, on_host }
+        Self { model, session: None, start_logits: None, on_host, retired: 0 }
+    }
+
+    /// Tells the model of the rows that finished since it was last told, once its
+    /// session has started.
+    fn retire(&mut self, finished: &[usize]) -> Result<()> {
+        if let Some(session) = self.session.as_mut()
+            && self.retired < finished.len()
+        {
+            self.model.retire(session, &finished[self.retired..])?;
+            self.retired = finished.len();
+        }
+        Ok(())
     }
 
     /// Runs `plan`: starts the session on first use, feeds the rows that read (one

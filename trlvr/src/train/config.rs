@@ -102,6 +102,13 @@ pub struct TrainConfig {
     /// a zero gradient, as verl and TRL do, so the moments decay and weight decay moves
     /// the weights on every mini-batch.
     pub skip_empty_updates: bool,
+    /// π_old of a step's later mini-batches. Off (default): the log-probs the rollouts
+    /// recorded, the same quantity (the senior's untruncated log-probs at the sampling
+    /// temperature, from the weights that wrote them) up to the rounding between cached
+    /// decoding and a full pass, about 1e-6 in f32. On: a full pass scores them again, as
+    /// the release does; the choice when rollouts decode in bf16 or f16 (rounding then
+    /// about 1e-2) or a senior's recorded log-probs are not exact.
+    pub recompute_old_log_probs: bool,
     /// Seed of the data order and of every rollout.
     pub seed: u64,
     /// Validate the senior solo every this many steps (0 = never); also after the last.
@@ -149,6 +156,7 @@ impl Default for TrainConfig {
             advantage: AdvantageNorm::GroupStd,
             skip_zero_advantage: true,
             skip_empty_updates: false,
+            recompute_old_log_probs: false,
             seed: 0,
             validate_every: 20,
             validation_samples: 1,

@@ -185,9 +185,10 @@ fn token_batch(inputs: &Inputs<'_>, rows: &[usize]) -> Result<(TokenBatch, Vec<u
     Ok((sequences(&rows)?, rows.iter().map(|(p, _)| p.len()).collect()))
 }
 
-/// π_old by the senior before any update (its gradient-free `copy`) for every mini-batch
-/// after the first (see [`Micro::old`]), and the junior's
-/// log-probs when the objective needs a reference; both at the sampling temperature.
+/// π_old for every mini-batch after the first (see [`Micro::old`]): the rollouts' recorded
+/// log-probs, or the senior before any update (its gradient-free `copy`) scoring them
+/// again ([`TrainConfig::recompute_old_log_probs`]); and the junior's log-probs when the
+/// objective needs a reference; all at the sampling temperature.
 fn old_log_probs<P: Policy>(
     c: &TrainConfig,
     copy: &P,
@@ -197,24 +198,49 @@ fn old_log_probs<P: Policy>(
     minis: &mut [MiniBatch],
 ) -> Result<()> {
     let t = c.sampling.temperature;
+    // Greedy rollouts record log-probs at temperature 1, not 0.
+    let recorded = !c.recompute_old_log_probs && t > 0.0;
     for (m, mini) in minis.iter_mut().enumerate() {
         for micro in &mut mini.micros {
             let needs_reference = objective.needs_reference();
-            if m == 0 && !needs_reference {
+            if m > 0 && recorded {
+                micro.old = Some(recorded_log_probs(inputs, &micro.rows));
+            }
+            if (m == 0 || recorded) && !needs_reference {
                 continue;
             }
             let (batch, responses) = token_batch(inputs, &micro.rows)?;
-            if m > 0 {
+            if m > 0 && !recorded {
                 // Scored from the response on, like the update's log-probs: prompt slots are
                 // 0 in both (and masked anyway).
                 micro.old = Some(host(copy.log_probs_from(&batch, t, &responses)?.detach())?);
             }
             if needs_reference {
-                micro.reference = Some(host(junior.score(&batch, t)?)?);
+                // Prompt slots are outside the loss mask: the junior scores the responses.
+                micro.reference = Some(host(junior.score_from(&batch, t, &responses)?)?);
             }
         }
     }
     Ok(())
+}
+
+/// The senior's recorded log-prob of each senior-written token of `rows`, laid out as
+/// [`Policy::log_probs_from`] lays out `prompt ++ response` (`[rows, width]`, flattened);
+/// prompt and junior-written slots are 0 (outside the loss mask).
+fn recorded_log_probs(inputs: &Inputs<'_>, rows: &[usize]) -> Vec<f32> {
+    let prompt = |r: &Rollout| inputs.prompts[r.prompt].len();
+    let rollouts: Vec<&Rollout> = rows.iter().map(|&i| &inputs.rollouts[i]).collect();
+    let width = rollouts.iter().map(|r| prompt(r) + r.tokens.len()).max().unwrap_or(0);
+    let mut out = vec![0.0; rollouts.len() * width];
+    for (row, r) in out.chunks_mut(width.max(1)).zip(&rollouts) {
+        let slots = row[prompt(r)..].iter_mut();
+        for ((slot, &lp), &owner) in slots.zip(&r.log_probs).zip(&r.owners) {
+            if owner == Owner::Senior {
+                *slot = lp;
+            }
+        }
+    }
+    out
 }
 
 /// Forward and backward over a mini-batch's micro-batches, with the mini-batch's
