@@ -327,10 +327,23 @@ fn infer_layout(path: &Path) -> Result<Layout> {
     })
 }
 
-/// Who a model is: its path, architecture and a fingerprint of its weight files (FNV-1a
-/// over each file's size and its first and last MiB), so resumed samples come from the
-/// same weights.
+/// Who a model is: its path, architecture and [`fingerprint`], so resumed samples come
+/// from the same weights.
 fn identity(path: &Path, model: &Loaded) -> Result<Value> {
+    let c = &model.config;
+    Ok(json!({
+        "path": path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
+        "family": format!("{:?}", c.model_type),
+        "vocab_size": c.vocab_size,
+        "layers": c.num_hidden_layers,
+        "hidden_size": c.hidden_size,
+        "fingerprint": fingerprint(path)?,
+    }))
+}
+
+/// XXH3 over the size and every byte of a model's weight and config files (a directory's
+/// `*.safetensors` and `*.json`, or the one file).
+fn fingerprint(path: &Path) -> Result<String> {
     let files: Vec<PathBuf> = if path.is_dir() {
         let mut files: Vec<PathBuf> = std::fs::read_dir(path)
             .with_context(|| format!("reading {}", path.display()))?
@@ -342,34 +355,43 @@ fn identity(path: &Path, model: &Loaded) -> Result<Value> {
     } else {
         vec![path.to_path_buf()]
     };
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
-        for &b in bytes {
-            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    };
+    let mut hash = xxhash_rust::xxh3::Xxh3::new();
     for file in &files {
-        use std::io::{Read, Seek, SeekFrom};
+        use std::io::Read;
         let mut f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
-        let size = f.metadata()?.len();
-        eat(&size.to_le_bytes());
-        let mut buf = Vec::with_capacity(1 << 20);
-        (&mut f).take(1 << 20).read_to_end(&mut buf)?;
-        eat(&buf);
-        if size > (2 << 20) {
-            f.seek(SeekFrom::End(-(1 << 20)))?;
-            buf.clear();
-            f.take(1 << 20).read_to_end(&mut buf)?;
-            eat(&buf);
+        hash.update(&f.metadata()?.len().to_le_bytes());
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = f.read(&mut buf).with_context(|| format!("reading {}", file.display()))?;
+            if n == 0 {
+                break;
+            }
+            hash.update(&buf[..n]);
         }
     }
-    let c = &model.config;
-    Ok(json!({
-        "path": path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
-        "family": format!("{:?}", c.model_type),
-        "vocab_size": c.vocab_size,
-        "layers": c.num_hidden_layers,
-        "hidden_size": c.hidden_size,
-        "fingerprint": format!("{hash:016x}"),
-    }))
+    Ok(format!("{:016x}", hash.digest()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A change anywhere in a weight file changes the fingerprint, the middle included.
+    #[test]
+    fn the_fingerprint_covers_every_byte() {
+        let dir = std::env::temp_dir().join(format!("trlvr-fingerprint-{}", std::process::id()));
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        let mut bytes = vec![7u8; 3 << 20];
+        for (folder, byte) in [(&a, 7u8), (&b, 8u8)] {
+            std::fs::create_dir_all(folder).unwrap();
+            bytes[3 << 19] = byte;
+            std::fs::write(folder.join("model.safetensors"), &bytes).unwrap();
+            std::fs::write(folder.join("config.json"), "{}").unwrap();
+        }
+        assert_ne!(fingerprint(&a).unwrap(), fingerprint(&b).unwrap());
+        std::fs::write(b.join("model.safetensors"), std::fs::read(a.join("model.safetensors")).unwrap())
+            .unwrap();
+        assert_eq!(fingerprint(&a).unwrap(), fingerprint(&b).unwrap());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -763,3 +763,68 @@ fn the_library_refuses_junior_kl_under_a_schedule_where_the_junior_writes() {
             .is_ok()
     );
 }
+
+/// An objective whose loss ignores the log-probs.
+#[derive(Debug)]
+struct Constant;
+
+impl Objective for Constant {
+    fn name(&self) -> &str {
+        "constant"
+    }
+    fn loss(&self, batch: &ObjectiveBatch) -> trlvr::Result<ObjectiveOutput> {
+        let loss = Tensor::<1>::ones([1], &batch.log_probs.device());
+        Ok(ObjectiveOutput { loss, metrics: Metrics::from([("loss".to_string(), 1.0)]) })
+    }
+}
+
+/// GRPO, but its metrics leave out `senior_tokens`, as a plugin's may.
+#[derive(Debug)]
+struct Unweighted(Grpo);
+
+impl Objective for Unweighted {
+    fn name(&self) -> &str {
+        "unweighted"
+    }
+    fn loss(&self, batch: &ObjectiveBatch) -> trlvr::Result<ObjectiveOutput> {
+        let mut out = self.0.loss(batch)?;
+        out.metrics.remove("senior_tokens");
+        Ok(out)
+    }
+}
+
+/// Failures that used to pass silently: a response that cannot be decoded (once a reward
+/// of 0), a loss that does not reach the log-probs (once a zero gradient AdamW stepped
+/// on), an objective that reports no `senior_tokens` (once its metrics weighted by 0).
+#[test]
+fn silent_failures_are_loud() {
+    let (classes, train) = (classes(), examples());
+    let junior = fixture("qwen3-tiny-tied", &Device::default());
+    let solo = Solo::senior();
+    let config = TrainConfig { lr: 5e-2, skip_zero_advantage: false, ..one_step() };
+    let trainer = |objective: &'static dyn Objective, task: Task<'_>| {
+        let senior = fixture("qwen3-tiny-tied", &Device::default().autodiff());
+        Trainer::new(config.clone(), senior, &junior, &solo, objective, task).unwrap().step()
+    };
+    // 1. Undecodable ids: the step fails, naming them.
+    struct Broken;
+    impl trlvr::train::Detokenize for Broken {
+        fn text(&self, ids: &[TokenId]) -> trlvr::Result<String> {
+            Err(trlvr::Error::Tokenizer { path: "<test>".into(), message: format!("cannot decode {ids:?}") })
+        }
+    }
+    let grpo: &'static Grpo = Box::leak(Box::new(Grpo::new(GrpoConfig::default()).unwrap()));
+    let broken = Task { text: &Broken, ..task_judged_by(&train, &classes, &LowIds) };
+    let err = trainer(grpo, broken).unwrap_err().to_string();
+    assert!(err.contains("cannot decode"), "{err}");
+    // 2. A loss without the log-probs: an error naming the objective.
+    let err = trainer(&Constant, task_judged_by(&train, &classes, &LowIds)).unwrap_err().to_string();
+    assert!(err.contains("constant") && err.contains("does not depend on the log-probs"), "{err}");
+    // 3. Metrics weighted by the senior tokens the trainer counts itself.
+    let unweighted: &'static Unweighted =
+        Box::leak(Box::new(Unweighted(Grpo::new(GrpoConfig::default()).unwrap())));
+    let want = trainer(grpo, task_judged_by(&train, &classes, &LowIds)).unwrap().metrics;
+    let got = trainer(unweighted, task_judged_by(&train, &classes, &LowIds)).unwrap().metrics;
+    assert!(want.clip_frac > 0.0, "the check can fail: {}", want.clip_frac);
+    assert_eq!((got.clip_frac, got.loss), (want.clip_frac, want.loss));
+}

@@ -123,11 +123,17 @@ impl SampleStore {
         }
         let mut keep = text.len();
         let mut offset = lines[0].len();
+        // A whole last record whose newline never reached the disk: the next append would
+        // run into it, so the newline is added.
+        let mut end = "";
         for (i, line) in lines.iter().enumerate().skip(1) {
             let last = i + 1 == lines.len();
             match serde_json::from_str::<ProblemSamples>(line) {
                 Ok(record) => {
                     store.records.insert(key(&record), record);
+                    if last && !line.ends_with('\n') {
+                        end = "\n";
+                    }
                 }
                 Err(_) if last && !line.ends_with('\n') => {
                     tracing::warn!(
@@ -140,8 +146,9 @@ impl SampleStore {
             }
             offset += line.len();
         }
-        if keep < text.len() {
-            std::fs::write(&path, &text[..keep]).map_err(|e| fail(None, format!("cannot write: {e}")))?;
+        if keep < text.len() || !end.is_empty() {
+            std::fs::write(&path, text[..keep].to_string() + end)
+                .map_err(|e| fail(None, format!("cannot write: {e}")))?;
         }
         Ok(store)
     }
@@ -246,6 +253,13 @@ mod tests {
         let mut store = SampleStore::open(&path, &settings).unwrap();
         store.append(vec![record(3)]).unwrap();
         assert_eq!(SampleStore::open(&path, &settings).unwrap().len(), 3);
+        // A whole last record without its newline is kept, and the next append follows it.
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.trim_end_matches('\n')).unwrap();
+        let mut store = SampleStore::open(&path, &settings).unwrap();
+        assert_eq!(store.len(), 3);
+        store.append(vec![record(4)]).unwrap();
+        assert_eq!(SampleStore::open(&path, &settings).unwrap().len(), 4);
         // Other settings are refused, naming what changed.
         let err = SampleStore::open(&path, &serde_json::json!({"n": 4, "seed": 1})).unwrap_err().to_string();
         assert!(err.contains("samples.jsonl") && err.contains("n: 2 -> 4"), "{err}");

@@ -29,7 +29,8 @@ pub type Metrics = BTreeMap<String, f64>;
 pub struct ObjectiveBatch {
     /// log π_θ of each token, recording gradients.
     pub log_probs: Tensor<2>,
-    /// log π_old of each token (the senior's, recomputed before the update).
+    /// log π_old of each token: the senior's before the step's first update (recorded by
+    /// the rollouts, or scored again; see `TrainConfig::recompute_old_log_probs`).
     pub old_log_probs: Tensor<2>,
     /// log-probs under a reference model (the junior, for the junior-KL ablation), if the
     /// objective needs one.

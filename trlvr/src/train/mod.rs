@@ -116,19 +116,26 @@ pub fn drop_long_prompts(examples: Vec<Example>, max_tokens: usize) -> (Vec<Exam
 /// Token ids -> text, for the verifier and the logs.
 pub trait Detokenize: Send + Sync {
     /// The text of `ids`.
-    fn text(&self, ids: &[TokenId]) -> String;
+    ///
+    /// # Errors
+    /// [`Error::Tokenizer`] when the ids cannot be decoded: an error, not an empty text
+    /// that the verifier would silently grade 0.
+    fn text(&self, ids: &[TokenId]) -> Result<String>;
 }
 
 impl<F: Fn(&[TokenId]) -> String + Send + Sync> Detokenize for F {
-    fn text(&self, ids: &[TokenId]) -> String {
-        self(ids)
+    fn text(&self, ids: &[TokenId]) -> Result<String> {
+        Ok(self(ids))
     }
 }
 
 impl Detokenize for tokenizers::Tokenizer {
     /// Special tokens (EOS, chat markers) are left out.
-    fn text(&self, ids: &[TokenId]) -> String {
-        self.decode(ids, true).unwrap_or_default()
+    fn text(&self, ids: &[TokenId]) -> Result<String> {
+        self.decode(ids, true).map_err(|e| Error::Tokenizer {
+            path: "<decoding a response>".into(),
+            message: format!("cannot decode ids {ids:?}: {e}"),
+        })
     }
 }
 
@@ -416,7 +423,8 @@ impl<'a, P: Policy> Trainer<'a, P> {
         let rollouts = RolloutEngine::new(&copy, self.junior, self.task.classes, rollout_config(&c, step))?
             .generate_with(&prompts, self.schedule, on_rollout)?;
         // 3. rewards
-        let texts: Vec<String> = rollouts.iter().map(|r| self.task.text.text(&r.tokens)).collect();
+        let texts: Vec<String> =
+            rollouts.iter().map(|r| self.task.text.text(&r.tokens)).collect::<Result<_>>()?;
         let rewards: Vec<_> = rollouts
             .iter()
             .zip(&texts)
@@ -489,14 +497,16 @@ impl<'a, P: Policy> Trainer<'a, P> {
             .iter()
             .zip(&rewards)
             .take(c.samples_per_step)
-            .map(|(r, reward)| Sample {
-                step: step + 1,
-                reference: self.task.train[picked[r.prompt]].reference.clone(),
-                reward: reward.value,
-                reason: reward.reason.clone(),
-                text: marked_text(r, self.task.text),
+            .map(|(r, reward)| {
+                Ok(Sample {
+                    step: step + 1,
+                    reference: self.task.train[picked[r.prompt]].reference.clone(),
+                    reward: reward.value,
+                    reason: reward.reason.clone(),
+                    text: marked_text(r, self.task.text)?,
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         Ok(StepOutput { metrics, samples })
     }
 
@@ -539,7 +549,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
             let mut report =
                 |rollout| on_progress(FitProgress::Validation { done, problems, correct, rollout });
             for r in engine.generate_with(&prompts, &Solo::senior(), &mut report)? {
-                let text = self.task.text.text(&r.tokens);
+                let text = self.task.text.text(&r.tokens)?;
                 correct += usize::from(
                     self.task.validation_verifier.verify(&text, &chunk[r.prompt].reference).correct,
                 );
@@ -602,7 +612,7 @@ fn mix(a: u64, b: u64) -> u64 {
 }
 
 /// The response with each author's run marked `[S]` or `[J]`.
-fn marked_text(rollout: &Rollout, text: &dyn Detokenize) -> String {
+fn marked_text(rollout: &Rollout, text: &dyn Detokenize) -> Result<String> {
     let mut out = String::new();
     let mut start = 0;
     while start < rollout.tokens.len() {
@@ -611,10 +621,10 @@ fn marked_text(rollout: &Rollout, text: &dyn Detokenize) -> String {
             .find(|&t| rollout.owners[t] != owner)
             .unwrap_or(rollout.tokens.len());
         out.push_str(if owner == Owner::Senior { "[S]" } else { "[J]" });
-        out.push_str(&text.text(&rollout.tokens[start..end]));
+        out.push_str(&text.text(&rollout.tokens[start..end])?);
         start = end;
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]

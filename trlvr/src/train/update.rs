@@ -272,11 +272,14 @@ fn mini_batch_grads<P: Policy>(
         };
         let (grads, micro_metrics) =
             micro_batch_grads(senior, objective, c.sampling.temperature, &batch, loss_scale)?;
-        let tokens = micro_metrics.get("senior_tokens").copied().unwrap_or(0.0);
-        for (key, value) in &micro_metrics {
-            let weighted = if key == "loss" || key == "senior_tokens" { *value } else { value * tokens };
+        // Metrics are weighted by the micro-batch's senior tokens, counted here: an
+        // objective need not report them (one that does not would otherwise zero them).
+        let tokens = rows.iter().flat_map(|(_, r)| &r.owners).filter(|&&o| o == Owner::Senior).count() as f64;
+        for (key, value) in micro_metrics.iter().filter(|(key, _)| *key != "senior_tokens") {
+            let weighted = if key == "loss" { *value } else { value * tokens };
             *metrics.entry(key.clone()).or_default() += weighted;
         }
+        *metrics.entry("senior_tokens".into()).or_default() += tokens;
         accumulator.accumulate(senior, grads);
     }
     Ok((accumulator.grads(), metrics))
@@ -323,7 +326,18 @@ pub fn micro_batch_grads<P: Policy>(
     if !loss.is_finite() {
         return Err(Error::NonFinite(format!("loss is {loss}")));
     }
-    let mut upstream = leaf.grad(&out.loss.backward()).unwrap_or_else(|| leaf.zeros_like());
+    // Every micro-batch row carries senior tokens under the loss mask: a loss that does
+    // not reach the log-probs is a broken objective, not a zero gradient to step on.
+    let unreached = || {
+        Error::Plugin(format!(
+            "objective `{}`: its loss does not depend on the log-probs, so no gradient reaches the senior",
+            objective.name()
+        ))
+    };
+    if !out.loss.is_tracked() {
+        return Err(unreached());
+    }
+    let mut upstream = leaf.grad(&out.loss.backward()).ok_or_else(unreached)?;
     if loss_scale != 1.0 {
         upstream = upstream * loss_scale;
     }
