@@ -223,7 +223,10 @@ pub fn run(args: &Args) -> Result<()> {
 
     let run = RunDir::open(&out)?;
     if args.resume.is_some() {
-        let last = run.checkpoints()?.pop();
+        let (last, damaged) = run.last_good_checkpoint()?;
+        for e in &damaged {
+            eprintln!("warning: {e}; set aside as .damaged, falling back to the checkpoint before");
+        }
         run.rewind(last.as_ref().map_or(0, |(step, _)| *step))?;
         if let Some((step, dir)) = last {
             trainer = trainer.resume(&dir).with_context(|| format!("resuming from {}", dir.display()))?;

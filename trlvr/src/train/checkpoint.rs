@@ -1,7 +1,9 @@
 //! Checkpoints: the senior's weights (burnpack, with the parameter ids the optimizer
 //! state is keyed by), the optimizer state and the [`TrainState`], written into a
 //! temporary folder that is renamed into place, so a crash mid-write leaves the previous
-//! checkpoint whole and no half-written one.
+//! checkpoint whole and no half-written one. `checksums.json` holds every file's size and
+//! XXH3, written last and checked before a checkpoint is read: a file damaged since
+//! (truncated, flipped) is named, never loaded.
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +17,7 @@ use crate::{Error, Result};
 const WEIGHTS: &str = "senior.bpk";
 const OPTIMIZER: &str = "optimizer.bpk";
 const STATE: &str = "state.json";
+const CHECKSUMS: &str = "checksums.json";
 
 fn error(path: &Path, message: impl std::fmt::Display) -> Error {
     Error::Checkpoint { path: path.to_path_buf(), message: message.to_string() }
@@ -47,13 +50,109 @@ pub(super) fn save<P: Policy>(
     if let Some(export) = export {
         export(senior, &tmp)?;
     }
+    let sums = checksums(&tmp)?;
+    let json = serde_json::to_string_pretty(&sums).map_err(|e| error(&tmp, e))?;
+    std::fs::write(tmp.join(CHECKSUMS), json).map_err(|e| error(&tmp.join(CHECKSUMS), e))?;
     sync_dir(&tmp)?;
+    // An existing checkpoint of this step is renamed aside, not deleted, until the new one
+    // is in place: at every moment one complete copy exists ([`restore_aside`]).
+    let old = aside(dir);
     if dir.exists() {
-        std::fs::remove_dir_all(dir).map_err(|e| error(dir, e))?;
+        if old.exists() {
+            std::fs::remove_dir_all(&old).map_err(|e| error(&old, e))?;
+        }
+        std::fs::rename(dir, &old).map_err(|e| error(dir, e))?;
     }
     std::fs::rename(&tmp, dir).map_err(|e| error(dir, e))?;
     if let Some(parent) = dir.parent() {
         sync_dir(parent)?;
+    }
+    if old.exists() {
+        std::fs::remove_dir_all(&old).map_err(|e| error(&old, e))?;
+    }
+    Ok(())
+}
+
+/// Where [`save`] keeps the checkpoint it replaces while the new one is renamed in.
+fn aside(dir: &Path) -> PathBuf {
+    let mut name = dir.file_name().unwrap_or_default().to_os_string();
+    name.push(".old");
+    dir.with_file_name(name)
+}
+
+/// After a crash between [`save`]'s renames: puts back a checkpoint left aside whose
+/// replacement never arrived, and drops one whose replacement did.
+pub(super) fn restore_aside(dir: &Path) -> Result<()> {
+    let old = aside(dir);
+    if !old.exists() {
+        return Ok(());
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(&old).map_err(|e| error(&old, e))
+    } else {
+        std::fs::rename(&old, dir).map_err(|e| error(&old, e))
+    }
+}
+
+/// Each file's size and XXH3 (hex), by name.
+type Checksums = std::collections::BTreeMap<String, (u64, String)>;
+
+fn checksums(dir: &Path) -> Result<Checksums> {
+    let mut sums = Checksums::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| error(dir, e))? {
+        let path = entry.map_err(|e| error(dir, e))?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        if path.is_file() && name != CHECKSUMS {
+            sums.insert(name, file_checksum(&path)?);
+        }
+    }
+    Ok(sums)
+}
+
+fn file_checksum(path: &Path) -> Result<(u64, String)> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(|e| error(path, e))?;
+    let mut hash = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut bytes = 0u64;
+    loop {
+        let n = file.read(&mut buf).map_err(|e| error(path, e))?;
+        if n == 0 {
+            break;
+        }
+        hash.update(&buf[..n]);
+        bytes += n as u64;
+    }
+    Ok((bytes, format!("{:016x}", hash.digest())))
+}
+
+/// Checks every file of the checkpoint in `dir` against its `checksums.json`. A checkpoint
+/// written before checksums existed has none and passes.
+///
+/// # Errors
+/// [`Error::Checkpoint`] naming the first missing, resized or changed file.
+pub fn verify(dir: &Path) -> Result<()> {
+    let path = dir.join(CHECKSUMS);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return if dir.join(WEIGHTS).exists() {
+            Ok(())
+        } else {
+            Err(error(dir, "not a checkpoint (no senior.bpk)"))
+        };
+    };
+    let sums: Checksums = serde_json::from_str(&text).map_err(|e| error(&path, e))?;
+    for (name, (bytes, hash)) in &sums {
+        let file = dir.join(name);
+        if !file.exists() {
+            return Err(error(&file, "missing"));
+        }
+        let (got_bytes, got_hash) = file_checksum(&file)?;
+        if got_bytes != *bytes {
+            return Err(error(&file, format!("damaged: {got_bytes} bytes, {bytes} when written")));
+        }
+        if got_hash != *hash {
+            return Err(error(&file, format!("damaged: checksum {got_hash}, {hash} when written")));
+        }
     }
     Ok(())
 }
@@ -75,10 +174,8 @@ pub(super) fn load<P: Policy>(
     senior: P,
     optimizer: ModuleOptimizer,
 ) -> Result<(P, ModuleOptimizer, TrainState)> {
+    verify(dir)?;
     let weights = dir.join(WEIGHTS);
-    if !weights.exists() {
-        return Err(error(dir, "not a checkpoint (no senior.bpk)"));
-    }
     let record = ModuleRecord::load(&weights).map_err(|e| error(&weights, format!("{e:?}")))?;
     let senior = senior
         .try_load_record(record)

@@ -67,8 +67,9 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+pub use checkpoint::verify as verify_checkpoint;
 pub use config::{LrSchedule, TrainConfig};
-pub use run::RunDir;
+pub use run::{RunDir, StepDir};
 pub use scaling::{LossScale, LossScaling};
 pub use sft::{SftConfig, SftExample, fit_sft, sft_loss};
 pub use update::{MicroBatch, micro_batch_grads, objective_batch, sequences};

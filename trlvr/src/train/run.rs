@@ -20,6 +20,9 @@ fn io(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Checkpoint { path: path.to_path_buf(), message: e.to_string() }
 }
 
+/// A checkpoint: the steps it holds and its folder.
+pub type StepDir = (usize, PathBuf);
+
 impl RunDir {
     /// Opens (creating if needed) the run directory `root`.
     ///
@@ -57,7 +60,7 @@ impl RunDir {
     ///
     /// # Errors
     /// [`Error::Checkpoint`] if the folder cannot be read.
-    pub fn checkpoints(&self) -> Result<Vec<(usize, PathBuf)>> {
+    pub fn checkpoints(&self) -> Result<Vec<StepDir>> {
         let dir = self.root.join("checkpoints");
         let mut found = Vec::new();
         for entry in std::fs::read_dir(&dir).map_err(|e| io(&dir, e))? {
@@ -69,6 +72,38 @@ impl RunDir {
         }
         found.sort();
         Ok(found)
+    }
+
+    /// The newest checkpoint whose files pass their checksums ([`super::verify_checkpoint`]), once
+    /// any checkpoint a crash left renamed aside mid-save is back in place. Damaged ones
+    /// are renamed `step-NNNNNN.damaged` (kept to inspect, never listed again) and come
+    /// back with what is wrong, newest first.
+    ///
+    /// # Errors
+    /// [`Error::Checkpoint`] on I/O errors.
+    pub fn last_good_checkpoint(&self) -> Result<(Option<StepDir>, Vec<Error>)> {
+        let dir = self.root.join("checkpoints");
+        for entry in std::fs::read_dir(&dir).map_err(|e| io(&dir, e))? {
+            let path = entry.map_err(|e| io(&dir, e))?.path();
+            if path.extension().is_some_and(|e| e == "old") {
+                checkpoint::restore_aside(&path.with_extension(""))?;
+            }
+        }
+        let mut damaged = Vec::new();
+        for (step, path) in self.checkpoints()?.into_iter().rev() {
+            match checkpoint::verify(&path) {
+                Ok(()) => return Ok((Some((step, path)), damaged)),
+                Err(e) => {
+                    let to = path.with_extension("damaged");
+                    if to.exists() {
+                        std::fs::remove_dir_all(&to).map_err(|e| io(&to, e))?;
+                    }
+                    std::fs::rename(&path, &to).map_err(|e| io(&path, e))?;
+                    damaged.push(e);
+                }
+            }
+        }
+        Ok((None, damaged))
     }
 
     /// Drops what a crashed run wrote after the checkpoint it resumes from: log lines of
