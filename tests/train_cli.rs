@@ -274,16 +274,24 @@ fn a_partner_plugin_named_in_the_recipe_plays_the_junior() {
 
 #[test]
 fn a_run_killed_at_random_moments_and_resumed_equals_the_uninterrupted_run() {
-    let dir = temp("kill");
+    // Each arm, two mini-batches a step (π_old from the rollouts in the second; KL-Reg's
+    // reference log-probs in the loss).
+    for (arm, seed) in [("trlvr", 7), ("grpo", 8), ("kl-reg", 9)] {
+        killed_and_resumed(arm, seed);
+    }
+}
+
+fn killed_and_resumed(arm: &str, seed: u64) {
+    let dir = temp(&format!("kill-{arm}"));
     let model = tiny_model(&dir);
-    let config = recipe(&dir, &model, "trlvr", 6);
+    let config = recipe(&dir, &model, arm, 6);
     let whole = dir.join("whole");
     let (code, text) =
         trlvr(&["train", "--config", config.to_str().unwrap(), "--out", whole.to_str().unwrap()]);
     assert_eq!(code, 0, "{text}");
 
     let split = dir.join("split");
-    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut args: Vec<String> =
         ["train", "--config", config.to_str().unwrap(), "--out", split.to_str().unwrap()]
             .map(String::from)
@@ -327,11 +335,11 @@ fn a_run_killed_at_random_moments_and_resumed_equals_the_uninterrupted_run() {
     }
     let (code, text) = trlvr(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(code, 0, "{text}");
-    assert!(kills > 0, "the run was never interrupted");
+    assert!(kills > 0, "{arm}: the run was never interrupted");
     assert_eq!(timeless(&whole.join("metrics.jsonl")), timeless(&split.join("metrics.jsonl")));
     assert_eq!(lines(&whole.join("samples.jsonl")), lines(&split.join("samples.jsonl")));
     let weights = |run: &Path| std::fs::read(run.join("checkpoints/step-000006/model.safetensors")).unwrap();
-    assert!(weights(&whole) == weights(&split), "final weights differ");
+    assert!(weights(&whole) == weights(&split), "{arm}: final weights differ");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
