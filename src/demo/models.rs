@@ -72,6 +72,24 @@ pub struct Models {
     pub sft_seconds: f64,
 }
 
+/// The code that trains a demo model, hashed into its cache key: a change to any of it
+/// (the SFT loop, the task, the decoder, a dependency's version) trains the model again
+/// instead of silently reusing one trained by other code.
+const TRAINING_CODE: [&str; 7] = [
+    include_str!("models.rs"),
+    include_str!("../../trlvr/src/train/sft.rs"),
+    include_str!("../../trlvr/src/demo/task.rs"),
+    include_str!("../../trlvr-models/src/decoder.rs"),
+    include_str!("../../trlvr-models/src/attention.rs"),
+    include_str!("../../trlvr-models/src/rope.rs"),
+    include_str!("../../Cargo.lock"),
+];
+
+/// The cache key of `recipe`'s model trained by `code` (from the model with key `start`).
+fn cache_key(task: &SumTask, recipe: &Recipe, start: Option<&str>, code: &[&str]) -> String {
+    hash(&(task, recipe, start, code))
+}
+
 fn hash(value: &impl Serialize) -> String {
     let text = serde_json::to_string(value).unwrap_or_default();
     let h =
@@ -101,7 +119,7 @@ fn ensure(
     device: &Device,
     log: &mut dyn FnMut(String),
 ) -> Result<(Decoder, bool)> {
-    let key = hash(&(task, recipe, start.map(|(_, key)| key)));
+    let key = cache_key(task, recipe, start.map(|(_, key)| key), &TRAINING_CODE);
     let dir = cache.join(format!("{}-{key}", recipe.name));
     if dir.join("model.safetensors").exists() {
         let (model, _) = load_hf_dir(&dir, device).with_context(|| format!("reading {}", dir.display()))?;
@@ -188,7 +206,7 @@ pub fn ensure_all(
     let [base_recipe, junior_recipe, control_recipe] = recipes(quick);
     let (base, a) = ensure(task, &base_recipe, None, cache, device, log)?;
     let (junior, b) = ensure(task, &junior_recipe, None, cache, device, log)?;
-    let base_key = hash(&(task, &base_recipe));
+    let base_key = cache_key(task, &base_recipe, None, &TRAINING_CODE);
     let (control, c) = ensure(task, &control_recipe, Some((&base, &base_key)), cache, device, log)?;
     let sft_seconds = if a || b || c { started.elapsed().as_secs_f64() } else { 0.0 };
     Ok(Models {
@@ -203,4 +221,22 @@ pub fn ensure_all(
 /// Where the models are cached under the demo's folder.
 pub fn cache_dir(out: &Path) -> PathBuf {
     out.join("models")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cached model is reused only by the code that trained it.
+    #[test]
+    fn the_cache_key_changes_with_the_training_code() {
+        let task = SumTask::default();
+        let [base, ..] = recipes(true);
+        let key = cache_key(&task, &base, None, &TRAINING_CODE);
+        assert_eq!(key, cache_key(&task, &base, None, &TRAINING_CODE));
+        let mut edited = TRAINING_CODE;
+        edited[1] = "an edited SFT loop";
+        assert_ne!(key, cache_key(&task, &base, None, &edited));
+        assert_ne!(key, cache_key(&task, &base, Some("another start"), &TRAINING_CODE));
+    }
 }
