@@ -341,7 +341,7 @@ fn identity(path: &Path, model: &Loaded) -> Result<Value> {
     }))
 }
 
-/// XXH3 over the size and every byte of a model's weight and config files (a directory's
+/// [`trlvr::data::hash_files`] of a model's weight and config files (a directory's
 /// `*.safetensors` and `*.json`, or the one file).
 fn fingerprint(path: &Path) -> Result<String> {
     let files: Vec<PathBuf> = if path.is_dir() {
@@ -355,21 +355,9 @@ fn fingerprint(path: &Path) -> Result<String> {
     } else {
         vec![path.to_path_buf()]
     };
-    let mut hash = xxhash_rust::xxh3::Xxh3::new();
-    for file in &files {
-        use std::io::Read;
-        let mut f = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
-        hash.update(&f.metadata()?.len().to_le_bytes());
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = f.read(&mut buf).with_context(|| format!("reading {}", file.display()))?;
-            if n == 0 {
-                break;
-            }
-            hash.update(&buf[..n]);
-        }
-    }
-    Ok(format!("{:016x}", hash.digest()))
+    let hash =
+        trlvr::data::hash_files(&files).with_context(|| format!("fingerprinting {}", path.display()))?;
+    Ok(format!("{hash:016x}"))
 }
 
 #[cfg(test)]

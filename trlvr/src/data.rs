@@ -232,6 +232,31 @@ pub(crate) fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
     bytes.into_iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
+/// XXH3 over each file's size and bytes, in order, streamed: checkpoints' checksums and
+/// eval's model fingerprints.
+///
+/// # Errors
+/// An I/O error naming the file.
+pub fn hash_files(files: &[PathBuf]) -> std::io::Result<u64> {
+    use std::io::Read;
+    let named =
+        |path: &Path, e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let mut hash = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; 1 << 20];
+    for path in files {
+        let mut file = std::fs::File::open(path).map_err(|e| named(path, e))?;
+        hash.update(&file.metadata().map_err(|e| named(path, e))?.len().to_le_bytes());
+        loop {
+            let n = file.read(&mut buf).map_err(|e| named(path, e))?;
+            if n == 0 {
+                break;
+            }
+            hash.update(&buf[..n]);
+        }
+    }
+    Ok(hash.digest())
+}
+
 fn missing(field: &str, object: &serde_json::Map<String, Value>) -> String {
     let keys: Vec<&str> = object.keys().map(String::as_str).collect();
     format!("no field `{field}` (the line has: {})", keys.join(", "))

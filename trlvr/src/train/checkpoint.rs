@@ -110,20 +110,9 @@ fn checksums(dir: &Path) -> Result<Checksums> {
 }
 
 fn file_checksum(path: &Path) -> Result<(u64, String)> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path).map_err(|e| error(path, e))?;
-    let mut hash = xxhash_rust::xxh3::Xxh3::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut bytes = 0u64;
-    loop {
-        let n = file.read(&mut buf).map_err(|e| error(path, e))?;
-        if n == 0 {
-            break;
-        }
-        hash.update(&buf[..n]);
-        bytes += n as u64;
-    }
-    Ok((bytes, format!("{:016x}", hash.digest())))
+    let bytes = std::fs::metadata(path).map_err(|e| error(path, e))?.len();
+    let hash = crate::data::hash_files(&[path.to_path_buf()]).map_err(|e| error(path, e))?;
+    Ok((bytes, format!("{hash:016x}")))
 }
 
 /// Checks every file of the checkpoint in `dir` against its `checksums.json`. A checkpoint
