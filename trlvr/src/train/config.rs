@@ -105,9 +105,9 @@ pub struct TrainConfig {
     /// π_old of a step's later mini-batches. Off (default): the log-probs the rollouts
     /// recorded, the same quantity (the senior's untruncated log-probs at the sampling
     /// temperature, from the weights that wrote them) up to the rounding between cached
-    /// decoding and a full pass, about 1e-6 in f32. On: a full pass scores them again, as
-    /// the release does; the choice when rollouts decode in bf16 or f16 (rounding then
-    /// about 1e-2) or a senior's recorded log-probs are not exact.
+    /// decoding and a full pass. On: a full pass scores them again, as the release does;
+    /// the safer choice when rollouts decode in bf16 or f16 (coarser rounding) or a
+    /// senior's recorded log-probs are not exact.
     pub recompute_old_log_probs: bool,
     /// Seed of the data order and of every rollout.
     pub seed: u64,
