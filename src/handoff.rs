@@ -35,9 +35,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
-    let tokenizer = tokenizers::Tokenizer::from_file(&args.tokenizer)
-        .map_err(|e| anyhow::anyhow!("{e}"))
-        .with_context(|| format!("reading tokenizer {}", args.tokenizer.display()))?;
+    let tokenizer = trlvr::vocab::read_tokenizer(&args.tokenizer)?;
     let eos: Vec<TokenId> = args
         .eos
         .iter()

@@ -60,6 +60,11 @@ enum Command {
     Plugins(plugins::Args),
 }
 
+// The recipe's fuzz test measures allocations through the guard.
+#[cfg(test)]
+#[global_allocator]
+static GUARD: trlvr::testing::fuzz::AllocationGuard = trlvr::testing::fuzz::AllocationGuard;
+
 fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Demo(args) => demo::run(&args),

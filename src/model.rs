@@ -47,9 +47,7 @@ impl Loaded {
         let (decoder, config, tokenizer, mut eos) = if path.is_dir() {
             let (decoder, config) = trlvr_models::load_hf_dir(path, device)?;
             let tokenizer_path = path.join("tokenizer.json");
-            let tokenizer = Tokenizer::from_file(&tokenizer_path)
-                .map_err(|e| anyhow::anyhow!("{e}"))
-                .with_context(|| format!("reading {}", tokenizer_path.display()))?;
+            let tokenizer = trlvr::vocab::read_tokenizer(&tokenizer_path)?;
             let eos = trlvr_models::generation::eos_ids(path)?;
             (decoder, config, tokenizer, eos)
         } else if path.extension().is_some_and(|e| e == "gguf") {

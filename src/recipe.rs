@@ -224,7 +224,7 @@ impl Recipe {
         let mut recipe: Recipe = toml::Value::Table(table)
             .try_into()
             .map_err(|e| anyhow!("{} with --set {}: {e}", path.display(), sets.join(" ")))?;
-        recipe.fill_defaults()?;
+        recipe.fill_defaults().map_err(|e| anyhow!("{}: {e}", path.display()))?;
         Ok(recipe)
     }
 
@@ -427,11 +427,60 @@ mod tests {
     }
 
     #[test]
+    fn fuzz_recipe_toml() {
+        use trlvr::testing::fuzz::{Target, fuzz, seeds_in};
+        let seeds = seeds_in(concat!(env!("CARGO_MANIFEST_DIR"), "/configs"), ".toml");
+        let path = write("fuzz", "");
+        let tokens = [
+            "arm",
+            "senior",
+            "junior",
+            "data",
+            "train",
+            "schedule",
+            "objective",
+            "plugins",
+            "path",
+            "device",
+            "dtype",
+            "steps",
+            "lr",
+            "kl-reg",
+            "grpo",
+            "trlvr",
+            "solo",
+            "word",
+            "junior-kl",
+            "[senior]",
+            "[[plugins]]",
+            "holdout",
+            "validation",
+            "max_prompt_tokens",
+            "\"\"\"",
+            "'''",
+        ];
+        fuzz(Target::new("recipe-toml", seeds).tokens(&tokens), |bytes| {
+            std::fs::write(&path, bytes).unwrap();
+            match Recipe::load(&path, &[]) {
+                // What a resumed run reads back must load to the same recipe.
+                Ok(recipe) => {
+                    let again = write("fuzz-again", &recipe.to_toml().map_err(|e| format!("to_toml: {e}"))?);
+                    let reread = Recipe::load(&again, &[]).map_err(|e| format!("rereading: {e}"))?;
+                    (reread == recipe).then_some(()).ok_or_else(|| "reread differs".to_string())
+                }
+                Err(e) if e.to_string().contains(&*path.to_string_lossy()) => Ok(()),
+                Err(e) => Err(format!("the error does not name the file: {e}")),
+            }
+        });
+    }
+
+    #[test]
     fn junior_kl_needs_solo_rollouts() {
         let path = write("klreg", &BASE.replace("trlvr", "kl-reg"));
         let recipe = Recipe::load(&path, &[]).unwrap();
         assert_eq!(recipe.objective().json().unwrap()["beta"], 0.001);
         let err = Recipe::load(&path, &["schedule.name=word".into()]).unwrap_err().to_string();
         assert!(err.contains("solo rollouts"), "{err}");
+        assert!(err.contains(&*path.to_string_lossy()), "the recipe is named: {err}");
     }
 }

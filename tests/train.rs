@@ -828,3 +828,79 @@ fn silent_failures_are_loud() {
     assert!(want.clip_frac > 0.0, "the check can fail: {}", want.clip_frac);
     assert_eq!((got.clip_frac, got.loss), (want.clip_frac, want.loss));
 }
+
+#[global_allocator]
+static GUARD: trlvr::testing::fuzz::AllocationGuard = trlvr::testing::fuzz::AllocationGuard;
+
+/// Each file of a checkpoint replaced by hostile bytes, its checksum recomputed (a writer
+/// gone wrong, not a damaged disk, which the checksums catch): `resume` must load it or
+/// fail with an error that names the checkpoint, never panic.
+#[test]
+fn fuzz_checkpoint_files() {
+    use trlvr::testing::fuzz::{Target, fuzz};
+    let (classes, train) = (classes(), examples());
+    let junior = fixture("qwen3-tiny-tied", &Device::default());
+    let grpo = Grpo::new(GrpoConfig::default()).unwrap();
+    let solo = Solo::senior();
+    let make = || {
+        let senior = fixture("qwen3-tiny-tied", &Device::default().autodiff());
+        Trainer::new(config(1), senior, &junior, &solo, &grpo, task(&train, &classes)).unwrap()
+    };
+    let saved = temp_dir("fuzz-checkpoint-saved");
+    let mut trainer = make();
+    trainer.step().unwrap();
+    trainer.save_checkpoint(&saved).unwrap();
+    let work = temp_dir("fuzz-checkpoint");
+    let sums = |dir: &std::path::Path| {
+        let mut sums = serde_json::Map::new();
+        for name in ["senior.bpk", "optimizer.bpk", "state.json"] {
+            let path = dir.join(name);
+            let hash = trlvr::data::hash_files(std::slice::from_ref(&path)).unwrap();
+            let size = std::fs::metadata(&path).unwrap().len();
+            sums.insert(name.into(), serde_json::json!([size, format!("{hash:016x}")]));
+        }
+        serde_json::to_string(&sums).unwrap()
+    };
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&sums(&saved)).unwrap(),
+        serde_json::from_str::<serde_json::Value>(
+            &std::fs::read_to_string(saved.join("checksums.json")).unwrap()
+        )
+        .unwrap(),
+        "the checksums are recomputed as the trainer writes them"
+    );
+    for (file, header) in
+        [("state.json", 0), ("senior.bpk", 4096), ("optimizer.bpk", 4096), ("checksums.json", 0)]
+    {
+        let seed = std::fs::read(saved.join(file)).unwrap();
+        let name = format!("checkpoint-{}", file.replace('.', "-"));
+        let target = Target::new(name, vec![seed]).header(header).tokens(&[
+            "step",
+            "rng",
+            "best",
+            "loss_scale",
+            "senior.bpk",
+            "optimizer.bpk",
+            "state.json",
+        ]);
+        fuzz(target, |bytes| {
+            let _ = std::fs::remove_dir_all(&work);
+            std::fs::create_dir_all(&work).unwrap();
+            for f in ["senior.bpk", "optimizer.bpk", "state.json"] {
+                std::fs::copy(saved.join(f), work.join(f)).unwrap();
+            }
+            std::fs::write(work.join(file), bytes).unwrap();
+            if file != "checksums.json" {
+                std::fs::write(work.join("checksums.json"), sums(&work)).unwrap();
+            }
+            match make().resume(&work) {
+                Ok(_) => Ok(()),
+                Err(e) if e.to_string().contains(&*work.to_string_lossy()) => Ok(()),
+                Err(e) => Err(format!("the error does not name the checkpoint: {e}")),
+            }
+        });
+    }
+    for dir in [saved, work] {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

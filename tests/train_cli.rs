@@ -272,23 +272,30 @@ fn a_partner_plugin_named_in_the_recipe_plays_the_junior() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A soak test: each arm, two mini-batches a step (π_old from the rollouts in the second;
+/// KL-Reg's reference log-probs in the loss), killed `TRLVR_SOAK_KILLS` times (default 5;
+/// CI runs 15) at random moments within 4 minutes, then resumed to the end.
 #[test]
 fn a_run_killed_at_random_moments_and_resumed_equals_the_uninterrupted_run() {
-    // Each arm, two mini-batches a step (π_old from the rollouts in the second; KL-Reg's
-    // reference log-probs in the loss).
-    for (arm, seed) in [("trlvr", 7), ("grpo", 8), ("kl-reg", 9)] {
-        killed_and_resumed(arm, seed);
+    let kills = std::env::var("TRLVR_SOAK_KILLS").ok().and_then(|k| k.parse().ok()).unwrap_or(5);
+    let seed: u64 = std::env::var("TRLVR_SOAK_SEED").ok().and_then(|k| k.parse().ok()).unwrap_or(7);
+    eprintln!("soak: {kills} kills per arm, TRLVR_SOAK_SEED={seed}");
+    for (i, arm) in ["trlvr", "grpo", "kl-reg"].into_iter().enumerate() {
+        killed_and_resumed(arm, seed + i as u64, kills);
     }
 }
 
-fn killed_and_resumed(arm: &str, seed: u64) {
+fn killed_and_resumed(arm: &str, seed: u64, max_kills: usize) {
     let dir = temp(&format!("kill-{arm}"));
     let model = tiny_model(&dir);
     let config = recipe(&dir, &model, arm, 6);
     let whole = dir.join("whole");
+    let started = std::time::Instant::now();
     let (code, text) =
         trlvr(&["train", "--config", config.to_str().unwrap(), "--out", whole.to_str().unwrap()]);
     assert_eq!(code, 0, "{text}");
+    // Kills land anywhere within a step: rollouts, update, metrics, checkpoint.
+    let step_ms = (started.elapsed().as_millis() as u64 / 6).max(50);
 
     let split = dir.join("split");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
@@ -297,6 +304,7 @@ fn killed_and_resumed(arm: &str, seed: u64) {
             .map(String::from)
             .to_vec();
     let mut kills = 0;
+    let soak = std::time::Instant::now();
     loop {
         let mut child = Command::new(env!("CARGO_BIN_EXE_trlvr"))
             .args(&args)
@@ -305,11 +313,12 @@ fn killed_and_resumed(arm: &str, seed: u64) {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // SIGKILL at a random moment after a random number of logged steps: mid-step,
-        // mid-checkpoint or between the two.
+        // SIGKILL at a random moment: during start-up, mid-step, mid-checkpoint or between
+        // the two, the kills spread over the six steps (several per step in a long soak).
         let logged =
             |run: &Path| std::fs::read_to_string(run.join("metrics.jsonl")).map_or(0, |t| t.lines().count());
-        let target = rng.random_range(logged(&split)..6);
+        let advance = rng.random_bool((6.0 / max_kills as f64).min(1.0));
+        let target = (logged(&split) + usize::from(advance)).min(5);
         let started = std::time::Instant::now();
         while logged(&split) < target
             && child.try_wait().unwrap().is_none()
@@ -317,19 +326,19 @@ fn killed_and_resumed(arm: &str, seed: u64) {
         {
             std::thread::sleep(Duration::from_millis(5));
         }
-        std::thread::sleep(Duration::from_millis(rng.random_range(0..150)));
+        std::thread::sleep(Duration::from_millis(rng.random_range(0..step_ms)));
         let finished = child.try_wait().unwrap().is_some();
         if !finished {
             child.kill().unwrap();
             kills += 1;
         }
         child.wait().unwrap();
-        eprintln!("killed: {}, steps logged: {}", !finished, logged(&split));
+        eprintln!("{arm}: killed: {}, steps logged: {}", !finished, logged(&split));
         // Killed before it wrote its config: nothing to resume yet, start again.
         if split.join("config.toml").exists() {
             args = ["train", "--resume", split.to_str().unwrap()].map(String::from).to_vec();
         }
-        if finished || kills == 5 {
+        if finished || kills == max_kills || soak.elapsed().as_secs() > 240 {
             break;
         }
     }
@@ -340,6 +349,10 @@ fn killed_and_resumed(arm: &str, seed: u64) {
     assert_eq!(lines(&whole.join("samples.jsonl")), lines(&split.join("samples.jsonl")));
     let weights = |run: &Path| std::fs::read(run.join("checkpoints/step-000006/model.safetensors")).unwrap();
     assert!(weights(&whole) == weights(&split), "{arm}: final weights differ");
+    eprintln!(
+        "{arm}: {kills} kills in {:.0} s, then resumed to the end: identical",
+        soak.elapsed().as_secs_f64()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -572,5 +585,45 @@ fn a_damaged_last_checkpoint_is_named_and_the_run_resumes_from_the_one_before() 
     let (code, text) = trlvr(&["train", "--resume", split.to_str().unwrap()]);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("from step 3") && last.join("senior.bpk").exists(), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A disk that fills up during a save (simulated by a file-size limit on the process,
+/// `ulimit -f`, with SIGXFSZ ignored so that writes fail as on a full disk): the run stops
+/// with an error naming the checkpoint, the one before stays whole, and the run resumes
+/// from it to the uninterrupted run's end.
+#[cfg(unix)]
+#[test]
+fn a_disk_full_during_a_save_keeps_the_previous_checkpoint() {
+    let dir = temp("disk-full");
+    let model = tiny_model(&dir);
+    let config = recipe(&dir, &model, "grpo", 3);
+    let (whole, split) = (dir.join("whole"), dir.join("split"));
+    for run in [&whole, &split] {
+        let (code, text) =
+            trlvr(&["train", "--config", config.to_str().unwrap(), "--out", run.to_str().unwrap()]);
+        assert_eq!(code, 0, "{text}");
+    }
+    // The run as it stood when step 3's save began.
+    std::fs::remove_dir_all(split.join("checkpoints/step-000003")).unwrap();
+    let weights = std::fs::metadata(split.join("checkpoints/step-000002/senior.bpk")).unwrap().len();
+    let blocks = (weights / 2 / 512).to_string();
+    let out = Command::new("sh")
+        .args(["-c", "trap '' XFSZ; ulimit -f \"$1\"; shift; exec \"$@\"", "sh", &blocks])
+        .args([env!("CARGO_BIN_EXE_trlvr"), "train", "--resume", split.to_str().unwrap()])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("step-000003") && text.contains("File too large"), "{text}");
+    assert!(!split.join("checkpoints/step-000003").exists(), "no half-written checkpoint in place");
+    let (code, text) = trlvr(&["train", "--resume", split.to_str().unwrap()]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("from step 2"), "{text}");
+    assert_eq!(timeless(&whole.join("metrics.jsonl")), timeless(&split.join("metrics.jsonl")));
+    let hf = |run: &Path| std::fs::read(run.join("checkpoints/step-000003/model.safetensors")).unwrap();
+    assert!(hf(&whole) == hf(&split), "final weights differ");
     let _ = std::fs::remove_dir_all(&dir);
 }

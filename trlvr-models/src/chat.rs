@@ -34,9 +34,8 @@ impl ChatTokenizer {
     /// [`Error::Tokenizer`] if the file cannot be read or lacks a marker.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let tokenizer =
-            Tokenizer::from_file(path).map_err(|e| Error::Tokenizer(format!("{}: {e}", path.display())))?;
-        Self::new(tokenizer)
+        let tokenizer = trlvr::vocab::read_tokenizer(path).map_err(|e| Error::Tokenizer(e.to_string()))?;
+        Self::new(tokenizer).map_err(|e| Error::Tokenizer(format!("{}: {e}", path.display())))
     }
 
     /// Wraps a tokenizer that defines the Qwen3 chat markers.

@@ -98,6 +98,61 @@ impl ModelConfig {
     pub fn group_size(&self) -> usize {
         self.num_attention_heads / self.num_key_value_heads
     }
+
+    /// How many parameters the decoder this config describes holds; `None` past `u64`.
+    ///
+    /// ```
+    /// # let json = r#"{"model_type": "qwen3", "vocab_size": 256, "hidden_size": 64,
+    /// #     "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+    /// #     "num_key_value_heads": 2, "head_dim": 16, "rms_norm_eps": 1e-6,
+    /// #     "tie_word_embeddings": true, "max_position_embeddings": 128}"#;
+    /// let config: trlvr_models::ModelConfig = serde_json::from_str(json).unwrap();
+    /// // Embedding, and per layer q, k, v, o, q/k norms, gate, up, down, two norms; final norm.
+    /// let layer = 64 * 64 + 2 * 64 * 32 + 64 * 64 + 2 * 16 + 3 * 64 * 128 + 2 * 64;
+    /// assert_eq!(config.parameter_count(), Some(256 * 64 + 2 * layer + 64));
+    /// ```
+    pub fn parameter_count(&self) -> Option<u64> {
+        let n = |x: usize| u64::try_from(x).ok();
+        let (h, hd, inter, vocab) =
+            (n(self.hidden_size)?, n(self.head_dim)?, n(self.intermediate_size)?, n(self.vocab_size)?);
+        let q = n(self.num_attention_heads)?.checked_mul(hd)?;
+        let kv = n(self.num_key_value_heads)?.checked_mul(hd)?;
+        let bias = |width: u64, on: bool| if on { width } else { 0 };
+        let attention = [
+            h.checked_mul(q)?.checked_add(bias(q, self.attention_bias))?,
+            h.checked_mul(kv)?.checked_add(bias(kv, self.attention_bias))?.checked_mul(2)?,
+            q.checked_mul(h)?.checked_add(bias(h, self.o_bias()))?,
+            bias(hd.checked_mul(2)?, self.qk_norm()),
+        ];
+        let mlp = h.checked_mul(inter)?.checked_mul(3)?;
+        let layer =
+            attention.iter().try_fold(mlp.checked_add(h.checked_mul(2)?)?, |a, &b| a.checked_add(b))?;
+        let embedding = vocab.checked_mul(h)?;
+        let head = if self.tie_word_embeddings { 0 } else { embedding };
+        layer
+            .checked_mul(n(self.num_hidden_layers)?)?
+            .checked_add(embedding)?
+            .checked_add(head)?
+            .checked_add(h)
+    }
+
+    /// Refuses a config that describes far more parameters than the checkpoint at `path`
+    /// holds (`held`). The loaders fill a missing tensor with zeros so that one error
+    /// lists every missing tensor; a config that does not belong to its weights (or a
+    /// damaged one) would have them allocate for a model that is not there. Up to twice
+    /// the checkpoint (plus a million) still gets the full list.
+    pub(crate) fn check_held(&self, held: u64, path: &Path) -> Result<()> {
+        match self.parameter_count() {
+            Some(wanted) if wanted <= held.saturating_mul(2).saturating_add(1 << 20) => Ok(()),
+            wanted => Err(Error::Config {
+                path: Some(path.to_path_buf()),
+                message: format!(
+                    "the config describes {} parameters, the checkpoint holds {held}: they do not belong together",
+                    wanted.map_or_else(|| "more than 2^64".to_string(), |w| w.to_string())
+                ),
+            }),
+        }
+    }
 }
 
 /// `config.json` as written by transformers 4 and 5, before validation.

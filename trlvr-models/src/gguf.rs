@@ -177,6 +177,14 @@ impl GgufFile {
     /// [`Error::Checkpoint`] naming a tensor of an unsupported type; [`Error::Weights`]
     /// listing every missing, unused and mis-shaped tensor.
     pub fn decoder(&self, config: &ModelConfig, device: &Device) -> Result<Decoder> {
+        // Tensors of readable types only: their sizes were checked against the file.
+        let held = self
+            .tensors
+            .values()
+            .filter(|t| GgmlType::from_id(t.type_id).is_some())
+            .map(|t| t.elements() as u64)
+            .fold(0, u64::saturating_add);
+        config.check_held(held, self.path())?;
         let mut w = Taker {
             file: self,
             used: BTreeSet::new(),

@@ -41,6 +41,11 @@ pub fn load_hf_dir(dir: impl AsRef<Path>, device: &Device) -> Result<(Decoder, M
             }
         }
     }
+    let held = views
+        .values()
+        .map(|v| v.shape().iter().fold(1u64, |a, &d| a.saturating_mul(d as u64)))
+        .fold(0, u64::saturating_add);
+    config.check_held(held, &dir.join("config.json"))?;
     let mut weights = Weights {
         views,
         used: HashSet::new(),

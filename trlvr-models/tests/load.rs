@@ -209,3 +209,19 @@ fn missing_weights_file_names_the_index_it_looked_for() {
     let err = load_hf_dir(&dir, &device()).map(|_| ()).unwrap_err();
     assert!(err.to_string().contains("model.safetensors.index.json"), "{err}");
 }
+
+// Found by fuzzing (tests/fuzz.rs): a config for a far larger model than its weights is
+// refused before anything is allocated for it; one missing tensor still gets the full list.
+#[test]
+fn a_config_far_larger_than_its_weights_is_refused() {
+    let dir = scratch("qwen3-tiny-untied", "huge-config");
+    std::fs::copy(fixture("qwen3-tiny-untied").join("model.safetensors"), dir.join("model.safetensors"))
+        .unwrap();
+    let config = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(&config).unwrap();
+    json["num_hidden_layers"] = 100_000.into();
+    std::fs::write(dir.join("config.json"), json.to_string()).unwrap();
+    let err = load_hf_dir(&dir, &device()).unwrap_err().to_string();
+    assert!(err.contains("config.json") && err.contains("do not belong together"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

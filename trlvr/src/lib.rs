@@ -87,6 +87,10 @@ pub mod rollout;
 pub mod schedule;
 #[cfg(feature = "testing")]
 pub mod testing;
+// The unit tests of the fuzzing kit measure allocations through its guard.
+#[cfg(all(test, feature = "testing"))]
+#[global_allocator]
+static GUARD: testing::fuzz::AllocationGuard = testing::fuzz::AllocationGuard;
 pub mod token;
 pub mod train;
 pub mod verifier;

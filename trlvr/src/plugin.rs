@@ -38,7 +38,7 @@ use burn::prelude::Device;
 use serde_json::Value;
 
 use crate::model::{Feed, Partner, Session};
-use crate::objective::portable::{PORTABLE_ABI_VERSION, PortableKind};
+use crate::objective::portable::{PORTABLE_ABI_VERSION, PORTABLE_SYMBOL, PortableKind};
 use crate::objective::{Grpo, GrpoConfig, Objective, ObjectiveBatch, ObjectiveOutput};
 use crate::schedule::{HandoffSchedule, HandoffState, Solo, StepAlternation, TokenBernoulli, WordBoundary};
 use crate::token::TokenBatch;
@@ -315,6 +315,23 @@ impl Registry {
                 ),
             ));
         }
+        // The export table first, read as plain bytes: a file that declares nothing of
+        // trlvr's is refused before the dynamic loader (which trusts its input) sees it.
+        let bytes =
+            std::fs::read(&canonical).map_err(|e| plugin_error(path, &format!("cannot read: {e}")))?;
+        let stem = canonical.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let declared = declared(&bytes, &stem).map_err(|why| {
+            plugin_error(
+                path,
+                &format!(
+                    "{why}: not a trlvr plugin; the host expects one exporting TRLVR_PLUGIN_<crate> \
+                     (ABI {ABI_VERSION}, trlvr {}) from trlvr::export_plugin!(), or TRLVR_PORTABLE_OBJECTIVE \
+                     (the portable objective ABI {PORTABLE_ABI_VERSION})",
+                    TRLVR_VERSION.trim_end_matches('\0')
+                ),
+            )
+        })?;
+        drop(bytes);
         // SAFETY: loading runs the library's initialisers; trlvr plugins have none of
         // their own. The declaration is read as plain data before it is trusted.
         let library = unsafe { libloading::Library::new(&canonical) }.map_err(|e| {
@@ -327,34 +344,30 @@ impl Registry {
         // runtime its `inventory::submit!`s already sit in the host's inventory.
         let library = Arc::new(library);
         std::mem::forget(library.clone());
-        if let Some(kind) = PortableKind::from_library(library.clone()) {
-            let kind = kind.map_err(|e| plugin_error(path, &e))?;
-            if let Some(existing) = self.entries.get(&("objective", kind.name)) {
-                let message =
-                    format!("objective {:?} is already registered from {:?}", kind.name, existing.origin);
-                return Err(plugin_error(path, &message));
+        let symbol = match declared {
+            Declared::Plugin(symbol) => symbol,
+            Declared::Portable => {
+                let kind = PortableKind::from_library(library.clone())
+                    .unwrap_or_else(|| {
+                        Err("TRLVR_PORTABLE_OBJECTIVE is exported but cannot be resolved".into())
+                    })
+                    .map_err(|e| plugin_error(path, &e))?;
+                if let Some(existing) = self.entries.get(&("objective", kind.name)) {
+                    let message =
+                        format!("objective {:?} is already registered from {:?}", kind.name, existing.origin);
+                    return Err(plugin_error(path, &message));
+                }
+                if let Some((_, file)) = self.portable.get(kind.name) {
+                    let message =
+                        format!("objective {:?} is already registered from {}", kind.name, file.display());
+                    return Err(plugin_error(path, &message));
+                }
+                let name = kind.name;
+                self.portable.insert(name, (kind, canonical.clone()));
+                self.loaded.push(canonical);
+                return Ok(vec![name.to_string()]);
             }
-            if let Some((_, file)) = self.portable.get(kind.name) {
-                let message =
-                    format!("objective {:?} is already registered from {}", kind.name, file.display());
-                return Err(plugin_error(path, &message));
-            }
-            let name = kind.name;
-            self.portable.insert(name, (kind, canonical.clone()));
-            self.loaded.push(canonical);
-            return Ok(vec![name.to_string()]);
-        }
-        let symbol = declaration_symbol(&canonical).map_err(|why| {
-            plugin_error(
-                path,
-                &format!(
-                    "{why}: not a trlvr plugin; the host expects one exporting TRLVR_PLUGIN_<crate> \
-                     (ABI {ABI_VERSION}, trlvr {}) from trlvr::export_plugin!(), or TRLVR_PORTABLE_OBJECTIVE \
-                     (the portable objective ABI {PORTABLE_ABI_VERSION})",
-                    TRLVR_VERSION.trim_end_matches('\0')
-                ),
-            )
-        })?;
+        };
         let declaration: &PluginDeclaration = unsafe {
             let symbol = library
                 .get::<*const PluginDeclaration>(symbol.as_bytes())
@@ -524,20 +537,34 @@ fn another_copy_loaded(_: &Path) -> Option<String> {
     None
 }
 
-/// The declaration symbol a plugin library exports (`TRLVR_PLUGIN_<crate>`), read from
-/// its export table without running it. A library exporting several (a plugin that links
-/// other plugin crates) is read by the one named after its file.
-fn declaration_symbol(path: &Path) -> std::result::Result<String, String> {
+/// What a library declares, read from its export table without loading it.
+#[derive(Debug, Clone, PartialEq)]
+enum Declared {
+    /// `TRLVR_PORTABLE_OBJECTIVE`: a portable objective (its own ABI).
+    Portable,
+    /// The `TRLVR_PLUGIN_<crate>` symbol to read the declaration from.
+    Plugin(String),
+}
+
+/// The declaration a library file (`bytes`, named `stem`) exports. A library exporting
+/// several `TRLVR_PLUGIN_<crate>` (a plugin that links other plugin crates) is read by
+/// the one named after its file.
+fn declared(bytes: &[u8], stem: &str) -> std::result::Result<Declared, String> {
     use object::{Object, ObjectSymbol};
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
-    let file = object::File::parse(&*bytes).map_err(|e| format!("not an object file ({e})"))?;
-    let mut found: Vec<String> = file
+    let file = object::File::parse(bytes).map_err(|e| format!("not an object file ({e})"))?;
+    let mut names: Vec<String> = file
         .exports()
         .map_err(|e| format!("unreadable exports ({e})"))?
         .filter_map(|e| match e.ok()?.name() {
             object::NameOrOrdinal::Name(n) => std::str::from_utf8(n).ok().map(str::to_string),
             object::NameOrOrdinal::Ordinal(_) => None,
         })
+        // Some formats list dynamic symbols apart from exports.
+        .chain(
+            file.dynamic_symbols()
+                .filter(|s| s.is_definition() && s.is_global())
+                .filter_map(|s| s.name().ok().map(str::to_string)),
+        )
         // Mach-O names carry a leading underscore that `dlsym` does not want.
         .map(|n| {
             if file.format() == object::BinaryFormat::MachO {
@@ -546,30 +573,24 @@ fn declaration_symbol(path: &Path) -> std::result::Result<String, String> {
                 n
             }
         })
-        .filter(|n| n.starts_with("TRLVR_PLUGIN_"))
         .collect();
-    if found.is_empty() {
-        // Some formats list dynamic symbols apart from exports.
-        found = file
-            .dynamic_symbols()
-            .filter(|s| s.is_definition() && s.is_global())
-            .filter_map(|s| s.name().ok().map(str::to_string))
-            .filter(|n| n.starts_with("TRLVR_PLUGIN_"))
-            .collect();
+    let portable = std::str::from_utf8(PORTABLE_SYMBOL).unwrap_or_default().trim_end_matches('\0');
+    if names.iter().any(|n| n == portable) {
+        return Ok(Declared::Portable);
     }
-    found.sort();
-    found.dedup();
-    match found.len() {
+    names.retain(|n| n.starts_with("TRLVR_PLUGIN_"));
+    names.sort();
+    names.dedup();
+    match names.len() {
         0 => Err("no TRLVR_PLUGIN_<crate> symbol".into()),
-        1 => Ok(found.remove(0)),
+        1 => Ok(Declared::Plugin(names.remove(0))),
         _ => {
-            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             let own =
-                format!("TRLVR_PLUGIN_{}", stem.strip_prefix(std::env::consts::DLL_PREFIX).unwrap_or(&stem));
-            if found.contains(&own) {
-                Ok(own)
+                format!("TRLVR_PLUGIN_{}", stem.strip_prefix(std::env::consts::DLL_PREFIX).unwrap_or(stem));
+            if names.contains(&own) {
+                Ok(Declared::Plugin(own))
             } else {
-                Err(format!("several declarations ({}) and none named after the file", found.join(", ")))
+                Err(format!("several declarations ({}) and none named after the file", names.join(", ")))
             }
         }
     }
@@ -659,5 +680,59 @@ impl Partner for Plugged<dyn Partner> {
     }
     fn logits(&self, batch: &TokenBatch) -> Result<burn::prelude::Tensor<3>> {
         self.inner.logits(batch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::fuzz::{Target, fuzz};
+
+    /// Small shared libraries exporting a declaration, built with the C compiler Rust
+    /// links with (a plugin built by cargo is megabytes: slow to mutate).
+    fn libraries() -> Vec<Vec<u8>> {
+        let dir = std::env::temp_dir().join(format!("trlvr-plugin-seeds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sources = [
+            ("one", "int TRLVR_PLUGIN_one = 1;"),
+            ("two", "int TRLVR_PLUGIN_two = 2; int TRLVR_PLUGIN_other = 3;"),
+            ("portable", "int TRLVR_PORTABLE_OBJECTIVE = 4; int helper(void) { return 5; }"),
+        ];
+        let mut seeds = Vec::new();
+        for (name, code) in sources {
+            let (c, so) = (dir.join(format!("{name}.c")), dir.join(format!("lib{name}.so")));
+            std::fs::write(&c, code).unwrap();
+            let built = std::process::Command::new("cc").arg("-shared").arg("-o").arg(&so).arg(&c).status();
+            assert!(built.is_ok_and(|s| s.success()), "cc -shared {name}.c failed");
+            seeds.push(std::fs::read(&so).unwrap());
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+        seeds
+    }
+
+    #[test]
+    fn declarations_are_read_from_the_export_table() {
+        let seeds = libraries();
+        assert_eq!(declared(&seeds[0], "libone"), Ok(Declared::Plugin("TRLVR_PLUGIN_one".into())));
+        assert_eq!(declared(&seeds[1], "libtwo"), Ok(Declared::Plugin("TRLVR_PLUGIN_two".into())));
+        let err = declared(&seeds[1], "libthree").unwrap_err();
+        assert!(err.contains("several declarations"), "{err}");
+        assert_eq!(declared(&seeds[2], "libportable"), Ok(Declared::Portable));
+        assert!(declared(b"#!/bin/sh\n", "x").unwrap_err().contains("not an object file"));
+    }
+
+    #[test]
+    fn fuzz_plugin_declarations() {
+        let target = Target::new("plugin-exports", libraries()).header(4096).tokens(&[
+            "TRLVR_PLUGIN_",
+            "TRLVR_PORTABLE_OBJECTIVE",
+            "\x7fELF",
+        ]);
+        fuzz(target, |bytes| match declared(bytes, "libone") {
+            Ok(Declared::Plugin(name)) if !name.starts_with("TRLVR_PLUGIN_") => {
+                Err(format!("declared symbol {name:?}"))
+            }
+            _ => Ok(()),
+        });
     }
 }

@@ -9,6 +9,26 @@ use tokenizers::{
 use crate::token::TokenId;
 use crate::{Error, Result};
 
+/// Reads a `tokenizer.json`. The JSON is checked before `tokenizers` parses it, and a
+/// panic inside `tokenizers` becomes an error: it `expect`s on some malformed files.
+///
+/// # Errors
+/// [`Error::Tokenizer`] naming the file if it cannot be read, is not JSON, or is not a
+/// tokenizer `tokenizers` can build.
+pub fn read_tokenizer(path: impl AsRef<Path>) -> Result<Tokenizer> {
+    let path = path.as_ref();
+    let fail = |message: String| Error::Tokenizer { path: path.into(), message };
+    let bytes = std::fs::read(path).map_err(|e| fail(format!("cannot read: {e}")))?;
+    serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).map_err(|e| fail(format!("not JSON: {e}")))?;
+    match std::panic::catch_unwind(|| Tokenizer::from_bytes(&bytes)) {
+        Ok(Ok(tokenizer)) => Ok(tokenizer),
+        Ok(Err(e)) => Err(fail(e.to_string())),
+        Err(_) => {
+            Err(fail("not a tokenizer the tokenizers library can build (it panicked reading it)".into()))
+        }
+    }
+}
+
 /// What the schedules need to know about each vocabulary id: does it start a word (the
 /// boundary set B of the word schedule), does it end a sentence, how many newlines end it
 /// (paragraph ends for the step schedule), and is it an EOS id.
@@ -98,9 +118,10 @@ impl TokenClasses {
     /// [`Error::Tokenizer`] naming the file if it cannot be read.
     pub fn from_file(path: impl AsRef<Path>, eos: &[TokenId]) -> Result<Self> {
         let path = path.as_ref();
-        let tokenizer = Tokenizer::from_file(path)
-            .map_err(|e| Error::Tokenizer { path: path.into(), message: e.to_string() })?;
-        Self::from_tokenizer(&tokenizer, eos)
+        Self::from_tokenizer(&read_tokenizer(path)?, eos).map_err(|e| match e {
+            Error::Tokenizer { message, .. } => Error::Tokenizer { path: path.into(), message },
+            other => other,
+        })
     }
 
     /// Vocabulary size (including added tokens).
@@ -166,5 +187,36 @@ fn space_marker(tokenizer: &Tokenizer) -> Result<String> {
     match last.strip_suffix('x').and_then(|s| s.chars().last()) {
         Some(c) => Ok(c.to_string()),
         None => Err(fail(format!("cannot find the word-start marker: \" x\" pre-tokenizes to {last:?}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Found by fuzzing (trlvr-models/tests/fuzz.rs): `tokenizers` panics on some malformed
+    // JSON (an `expect` in its decoder's deserializer); the file is named instead.
+    #[test]
+    fn a_malformed_tokenizer_json_is_an_error_naming_the_file() {
+        let dir = std::env::temp_dir().join(format!("trlvr-vocab-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tokenizer.json");
+        let text = r#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],"normalizer":null,
+            "pre_tokenizer":null,"post_processor":null,"decoder":{"type":"ByteLevel","add_prefix_sp:true},
+            "model":{"type":"WordLevel","vocab":{"a":0},"unk_token":"a"}}"#;
+        std::fs::write(&path, text).unwrap();
+        for err in [read_tokenizer(&path).unwrap_err(), TokenClasses::from_file(&path, &[0]).unwrap_err()] {
+            let err = err.to_string();
+            assert!(err.contains("tokenizer.json") && err.contains("not JSON"), "{err}");
+        }
+        // Valid, but dropping spaces (so without a word-start marker): the file is named too.
+        let drops_spaces = text.replace(r#"{"type":"ByteLevel","add_prefix_sp:true}"#, "null").replace(
+            r#""normalizer":null"#,
+            r#""normalizer":{"type":"Replace","pattern":{"String":" "},"content":""}"#,
+        );
+        std::fs::write(&path, drops_spaces).unwrap();
+        let err = TokenClasses::from_file(&path, &[0]).unwrap_err().to_string();
+        assert!(err.contains("tokenizer.json") && err.contains("word-start marker"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

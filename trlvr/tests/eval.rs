@@ -439,6 +439,53 @@ fn an_interrupted_evaluation_resumes_and_a_finished_one_is_not_sampled_again() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The solo samples of each problem of `sets`, drawn `batch_problems` problems at a time.
+fn solo_samples(sets: &[EvalSet], batch_problems: usize) -> Vec<Vec<Vec<TokenId>>> {
+    let device = Device::default();
+    let senior = BigramLm::new(&senior_table(), &device);
+    let classes = classes();
+    let config = EvalConfig { batch_problems, ..toy_config() };
+    let eval = Evaluation::new(&senior, &senior, &classes, config, &detokenize).unwrap();
+    let mut store = SampleStore::in_memory();
+    eval.sample(sets, &mut store, &mut |_| {}).unwrap();
+    sets[0]
+        .problems
+        .iter()
+        .map(|p| {
+            let record = store.get("toy", p.id, Mode::Solo, store_hash(&p.prompt)).unwrap();
+            record.samples.iter().map(|s| s.tokens.clone()).collect()
+        })
+        .collect()
+}
+
+#[test]
+fn copies_of_one_prompt_draw_their_own_samples_in_any_batching() {
+    // Problems 1 and 3 share a prompt, as do 2 and 4.
+    let prompts = [vec![Q], vec![Q, Q], vec![Q], vec![Q, Q], vec![Q, Q, Q]];
+    let sets = || {
+        let problems = prompts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| EvalProblem { id: i + 1, prompt: p.clone(), reference: " ok".into() })
+            .collect();
+        vec![EvalSet::new("toy", problems, Box::new(SaysOk))]
+    };
+    let one_batch = solo_samples(&sets(), 5);
+    // One problem per batch: each copy still gets its own draw, the same as in one batch.
+    let alone = solo_samples(&sets(), 1);
+    assert_eq!(one_batch, alone, "samples depend on the problem, not on its batch");
+    assert_ne!(one_batch[0], one_batch[2], "problem 3 repeats problem 1's prompt but not its samples");
+    assert_ne!(one_batch[1], one_batch[3]);
+    // A prompt without copies draws what it draws on its own.
+    let single = vec![EvalSet::new(
+        "toy",
+        vec![EvalProblem { id: 5, prompt: vec![Q, Q, Q], reference: " ok".into() }],
+        Box::new(SaysOk),
+    )];
+    let store_one = solo_samples(&single, 1);
+    assert_eq!(store_one[0], one_batch[4]);
+}
+
 #[test]
 fn bad_settings_are_errors() {
     let device = Device::default();

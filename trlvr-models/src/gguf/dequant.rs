@@ -93,11 +93,13 @@ impl GgmlType {
         }
     }
 
-    /// Bytes taken by `elements` elements, or `None` when they do not fill whole blocks.
+    /// Bytes taken by `elements` elements, or `None` when they do not fill whole blocks
+    /// (or would not fit in memory's address range).
     pub fn bytes_for(self, elements: usize) -> Option<usize> {
-        elements
-            .is_multiple_of(self.block_elements())
-            .then(|| elements / self.block_elements() * self.block_bytes())
+        if !elements.is_multiple_of(self.block_elements()) {
+            return None;
+        }
+        (elements / self.block_elements()).checked_mul(self.block_bytes())
     }
 
     /// Dequantises whole blocks: `bytes.len()` must be a multiple of

@@ -225,8 +225,8 @@ impl GgufFile {
                 info.elements()
             ))
         })?;
-        let start = self.data_start + info.offset;
-        let bytes = self.bytes.get(start..start + length);
+        let start = self.data_start.checked_add(info.offset);
+        let bytes = start.and_then(|s| self.bytes.get(s..s.checked_add(length)?));
         let bytes =
             bytes.ok_or_else(|| self.error(format!("tensor {name}: data runs past the end of the file")))?;
         Ok((kind, bytes))

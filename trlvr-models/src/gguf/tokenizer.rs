@@ -32,7 +32,7 @@ impl GgufFile {
     /// [`Error::Tokenizer`] if the list is absent or holds a non-string.
     pub fn tokens(&self) -> Result<Vec<&str>> {
         self.string_array("tokenizer.ggml.tokens")?
-            .ok_or_else(|| Error::Tokenizer("GGUF metadata lacks tokenizer.ggml.tokens".into()))
+            .ok_or_else(|| self.tokenizer_error("GGUF metadata lacks tokenizer.ggml.tokens".into()))
     }
 
     /// The ids that end generation: `tokenizer.ggml.eos_token_id`, then
@@ -66,14 +66,14 @@ impl GgufFile {
     pub fn tokenizer(&self) -> Result<Tokenizer> {
         let model = self.get("tokenizer.ggml.model").and_then(Value::as_str);
         if model != Some("gpt2") {
-            return Err(Error::Tokenizer(format!(
+            return Err(self.tokenizer_error(format!(
                 "tokenizer.ggml.model {model:?} is not supported; only \"gpt2\" (byte-level BPE) is"
             )));
         }
         let tokens = self.tokens()?;
         let vocab: Vocab = tokens.iter().enumerate().map(|(id, t)| ((*t).to_string(), id as u32)).collect();
         if vocab.len() != tokens.len() {
-            return Err(Error::Tokenizer("tokenizer.ggml.tokens holds duplicate tokens".into()));
+            return Err(self.tokenizer_error("tokenizer.ggml.tokens holds duplicate tokens".into()));
         }
         let merges = self.string_array("tokenizer.ggml.merges")?.unwrap_or_default();
         let merges = merges
@@ -81,13 +81,13 @@ impl GgufFile {
             .map(|m| {
                 m.split_once(' ')
                     .map(|(a, b)| (a.to_string(), b.to_string()))
-                    .ok_or_else(|| Error::Tokenizer(format!("merge {m:?} is not \"left right\"")))
+                    .ok_or_else(|| self.tokenizer_error(format!("merge {m:?} is not \"left right\"")))
             })
             .collect::<Result<Vec<_>>>()?;
         let bpe = BPE::builder()
             .vocab_and_merges(vocab, merges)
             .build()
-            .map_err(|e| Error::Tokenizer(format!("building the BPE model: {e}")))?;
+            .map_err(|e| self.tokenizer_error(format!("building the BPE model: {e}")))?;
 
         let mut tokenizer = Tokenizer::new(bpe);
         let add_prefix_space = matches!(self.get("tokenizer.ggml.add_space_prefix"), Some(Value::Bool(true)));
@@ -110,19 +110,24 @@ impl GgufFile {
                 _ => {}
             }
         }
-        let fail = |e: tokenizers::Error| Error::Tokenizer(format!("adding tokens: {e}"));
+        let fail = |e: tokenizers::Error| self.tokenizer_error(format!("adding tokens: {e}"));
         tokenizer.add_special_tokens(special).map_err(fail)?;
         tokenizer.add_tokens(added).map_err(fail)?;
         Ok(tokenizer)
     }
 
+    /// An [`Error::Tokenizer`] that names this file.
+    fn tokenizer_error(&self, message: String) -> Error {
+        Error::Tokenizer(format!("{}: {message}", self.path().display()))
+    }
+
     /// The strings of an array under `key`; `None` if absent.
     fn string_array(&self, key: &str) -> Result<Option<Vec<&str>>> {
         let Some(value) = self.get(key) else { return Ok(None) };
-        let items = value.as_array().ok_or_else(|| Error::Tokenizer(format!("{key} is not an array")))?;
+        let items = value.as_array().ok_or_else(|| self.tokenizer_error(format!("{key} is not an array")))?;
         items
             .iter()
-            .map(|v| v.as_str().ok_or_else(|| Error::Tokenizer(format!("{key} holds a non-string"))))
+            .map(|v| v.as_str().ok_or_else(|| self.tokenizer_error(format!("{key} holds a non-string"))))
             .collect::<Result<Vec<_>>>()
             .map(Some)
     }

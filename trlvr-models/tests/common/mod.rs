@@ -1,6 +1,8 @@
 //! Shared helpers of the integration tests: fixtures and tolerances.
 #![allow(dead_code)]
 
+pub mod gguf;
+
 use std::path::PathBuf;
 
 use burn::prelude::*;

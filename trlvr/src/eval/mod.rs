@@ -310,14 +310,17 @@ impl<'m> Evaluation<'m> {
                     Box::new(StepAlternation { first: Owner::Senior, max_rounds: self.config.max_rounds }),
                 ),
             };
+            // Streams numbered over the whole evaluation: a problem's samples do not depend
+            // on its batch, and a prompt in two sets (or twice in one) gets two draws.
+            let all: Vec<(&str, &EvalProblem)> =
+                sets.iter().flat_map(|s| s.problems.iter().map(move |p| (s.name.as_str(), p))).collect();
+            let prompts: Vec<Vec<TokenId>> = all.iter().map(|(_, p)| p.prompt.clone()).collect();
             let mut todo = Vec::new();
-            for set in sets {
-                for p in &set.problems {
-                    if store.get(&set.name, p.id, mode, prompt_hash(&p.prompt)).is_some() {
-                        done += 1;
-                    } else {
-                        todo.push((set.name.as_str(), p));
-                    }
+            for ((set, p), stream) in all.into_iter().zip(crate::rollout::streams(&prompts)) {
+                if store.get(set, p.id, mode, prompt_hash(&p.prompt)).is_some() {
+                    done += 1;
+                } else {
+                    todo.push((set, p, stream));
                 }
             }
             let phase = Phase::Sampling(mode);
@@ -330,26 +333,28 @@ impl<'m> Evaluation<'m> {
                 batch: None,
             });
             for batch in todo.chunks(self.config.batch_problems) {
-                let prompts: Vec<Vec<TokenId>> = batch.iter().map(|(_, p)| p.prompt.clone()).collect();
+                let prompts: Vec<Vec<TokenId>> = batch.iter().map(|(_, p, _)| p.prompt.clone()).collect();
+                let streams: Vec<u64> = batch.iter().map(|(_, _, s)| *s).collect();
                 let start = Instant::now();
                 let (base_tokens, base_seconds) = (throughput.tokens(), throughput.seconds());
-                let rollouts = engine.generate_with(&prompts, schedule.as_ref(), &mut |step| {
-                    on_progress(EvalProgress {
-                        phase,
-                        done,
-                        total,
-                        tokens: base_tokens + step.tokens,
-                        seconds: base_seconds + start.elapsed().as_secs_f64(),
-                        batch: Some(step),
-                    });
-                })?;
+                let rollouts =
+                    engine.generate_streams(&prompts, &streams, schedule.as_ref(), &mut |step| {
+                        on_progress(EvalProgress {
+                            phase,
+                            done,
+                            total,
+                            tokens: base_tokens + step.tokens,
+                            seconds: base_seconds + start.elapsed().as_secs_f64(),
+                            batch: Some(step),
+                        });
+                    })?;
                 let seconds = start.elapsed().as_secs_f64();
                 let tokens: usize = rollouts.iter().map(|r| r.tokens.len()).sum();
                 throughput.add(mode, tokens, seconds);
                 let records = batch
                     .iter()
                     .enumerate()
-                    .map(|(i, (set, p))| ProblemSamples {
+                    .map(|(i, (set, p, _))| ProblemSamples {
                         set: (*set).to_string(),
                         id: p.id,
                         mode,

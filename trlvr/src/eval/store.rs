@@ -123,12 +123,13 @@ impl SampleStore {
         }
         let mut keep = text.len();
         let mut offset = lines[0].len();
-        // A whole last record whose newline never reached the disk: the next append would
-        // run into it, so the newline is added.
-        let mut end = "";
+        // A whole last line (the header or a record) whose newline never reached the disk:
+        // the next append would run into it, so the newline is added.
+        let mut end = if lines.len() == 1 && !lines[0].ends_with('\n') { "\n" } else { "" };
         for (i, line) in lines.iter().enumerate().skip(1) {
             let last = i + 1 == lines.len();
-            match serde_json::from_str::<ProblemSamples>(line) {
+            let record = serde_json::from_str::<ProblemSamples>(line).map_err(|e| e.to_string());
+            match record.and_then(|r| r.check().map(|()| r)) {
                 Ok(record) => {
                     store.records.insert(key(&record), record);
                     if last && !line.ends_with('\n') {
@@ -191,6 +192,25 @@ impl SampleStore {
         }
         for r in records {
             self.records.insert(key(&r), r);
+        }
+        Ok(())
+    }
+}
+
+impl ProblemSamples {
+    /// Each sample names one owner per token, in `S` and `J` letters: a record read back
+    /// from disk is checked before its owners are used.
+    fn check(&self) -> std::result::Result<(), String> {
+        for (k, sample) in self.samples.iter().enumerate() {
+            if sample.owners.len() != sample.tokens.len()
+                || sample.owners.chars().any(|c| c != 'S' && c != 'J')
+            {
+                return Err(format!(
+                    "sample {k} has {} tokens but owners {:?} (one S or J per token expected)",
+                    sample.tokens.len(),
+                    sample.owners
+                ));
+            }
         }
         Ok(())
     }
@@ -268,6 +288,35 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         let err = SampleStore::open(&path, &settings).unwrap_err().to_string();
         assert!(err.contains("line 3"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    // Found by fuzzing (tests/fuzz.rs).
+    #[test]
+    fn a_header_without_its_newline_is_mended_and_owners_must_match_tokens() {
+        let dir = std::env::temp_dir().join(format!("trlvr-store-header-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("samples.jsonl");
+        let settings = serde_json::json!({"n": 2});
+        let _ = std::fs::remove_file(&path);
+        drop(SampleStore::open(&path, &settings).unwrap());
+        let header = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, header.trim_end()).unwrap();
+        let mut store = SampleStore::open(&path, &settings).unwrap();
+        store.append(vec![record(1)]).unwrap();
+        assert_eq!(
+            SampleStore::open(&path, &settings).unwrap().len(),
+            1,
+            "the record did not run into the header"
+        );
+        let mut bad = record(2);
+        bad.samples[0].owners = "SJX".into();
+        let line = serde_json::to_string(&bad).unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(format!("{line}\n").as_bytes()).unwrap();
+        drop(f);
+        let err = SampleStore::open(&path, &settings).unwrap_err().to_string();
+        assert!(err.contains("line 3") && err.contains("one S or J per token"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

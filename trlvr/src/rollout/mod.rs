@@ -249,13 +249,35 @@ impl<'m> RolloutEngine<'m> {
         schedule: &dyn HandoffSchedule,
         on_step: &mut dyn FnMut(Progress),
     ) -> Result<Vec<Rollout>> {
+        self.generate_streams(prompts, &streams(prompts), schedule, on_step)
+    }
+
+    /// As [`RolloutEngine::generate_with`], with each prompt's random stream numbered by
+    /// the caller. A prompt's rollouts depend on its ids, its stream number and the seed
+    /// alone; `generate` numbers identical prompts of one batch 0, 1, 2, ... ([`streams`]).
+    /// A caller that splits a job into batches numbers them over the whole job, so that a
+    /// prompt's rollouts do not depend on the batch it lands in, and two copies of one
+    /// prompt in different batches do not draw the same samples.
+    ///
+    /// # Errors
+    /// As [`RolloutEngine::generate`]; [`Error::Shape`] unless there is one stream per prompt.
+    pub fn generate_streams(
+        &self,
+        prompts: &[Vec<TokenId>],
+        streams: &[u64],
+        schedule: &dyn HandoffSchedule,
+        on_step: &mut dyn FnMut(Progress),
+    ) -> Result<Vec<Rollout>> {
         if prompts.is_empty() || prompts.iter().any(Vec::is_empty) {
             return Err(Error::Shape("need at least one prompt, none empty".into()));
+        }
+        if streams.len() != prompts.len() {
+            return Err(Error::Shape(format!("{} streams for {} prompts", streams.len(), prompts.len())));
         }
         schedule.validate()?;
         let g = self.config.group_size;
         let seed = self.config.seed;
-        let keys = row_keys(prompts, g);
+        let keys = row_keys(prompts, streams, g);
         let mut rows: Vec<Row> = keys
             .iter()
             .enumerate()
@@ -563,17 +585,32 @@ fn prompt_hash(tokens: &[TokenId]) -> u64 {
         .fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
-/// Row keys from (prompt content, its occurrence among identical prompts, copy index).
-fn row_keys(prompts: &[Vec<TokenId>], g: usize) -> Vec<u64> {
+/// Each prompt's occurrence among the identical prompts before it (0 for the first
+/// copy): the stream numbers [`RolloutEngine::generate`] uses.
+///
+/// ```
+/// assert_eq!(trlvr::rollout::streams(&[vec![1, 2], vec![3], vec![1, 2], vec![1, 2]]), [0, 0, 1, 2]);
+/// ```
+pub fn streams(prompts: &[Vec<TokenId>]) -> Vec<u64> {
     let mut seen = std::collections::HashMap::new();
+    prompts
+        .iter()
+        .map(|p| {
+            let occurrence = seen.entry(prompt_hash(p)).or_insert(0u64);
+            *occurrence += 1;
+            *occurrence - 1
+        })
+        .collect()
+}
+
+/// Row keys from (prompt content, its stream number, copy index).
+fn row_keys(prompts: &[Vec<TokenId>], streams: &[u64], g: usize) -> Vec<u64> {
     let mut keys = Vec::with_capacity(prompts.len() * g);
-    for p in prompts {
+    for (p, &stream) in prompts.iter().zip(streams) {
         let h = prompt_hash(p);
-        let occurrence = seen.entry(h).or_insert(0u64);
         for copy in 0..g as u64 {
-            keys.push(h ^ (*occurrence << 32 | copy).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            keys.push(h ^ (stream << 32 | copy).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         }
-        *occurrence += 1;
     }
     keys
 }

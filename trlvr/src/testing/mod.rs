@@ -8,6 +8,7 @@
 //!   [`HandoffSchedule`]; [`check_redraws`] also checks that a word-boundary schedule
 //!   redraws where it must (at word starts and at its gap cap), not only that it hands
 //!   off nowhere else.
+//! - [`fuzz`]: byte-mutation fuzzing of file parsers on stable Rust.
 //!
 //! ```
 //! use burn::prelude::*;
@@ -20,6 +21,8 @@
 //!     check_objective(&grpo, &case, &Device::default()).unwrap();
 //! });
 //! ```
+
+pub mod fuzz;
 
 use burn::prelude::*;
 use proptest::prelude::*;

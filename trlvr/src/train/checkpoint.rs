@@ -165,13 +165,44 @@ pub(super) fn load<P: Policy>(
 ) -> Result<(P, ModuleOptimizer, TrainState)> {
     verify(dir)?;
     let weights = dir.join(WEIGHTS);
-    let record = ModuleRecord::load(&weights).map_err(|e| error(&weights, format!("{e:?}")))?;
-    let senior = senior
-        .try_load_record(record)
-        .map_err(|e| error(&weights, format!("does not fit the senior's architecture: {e:?}")))?;
-    let optimizer =
-        optimizer.load(dir.join(OPTIMIZER)).map_err(|e| error(&dir.join(OPTIMIZER), format!("{e:?}")))?;
+    let senior = unpanicked(&weights, || {
+        let record = ModuleRecord::load(&weights).map_err(|e| error(&weights, format!("{e:?}")))?;
+        senior
+            .try_load_record(record)
+            .map_err(|e| error(&weights, format!("does not fit the senior's architecture: {e:?}")))
+    })?;
+    let path = dir.join(OPTIMIZER);
+    let optimizer = unpanicked(&path, || optimizer.load(&path).map_err(|e| error(&path, format!("{e:?}"))))?;
     let state = std::fs::read_to_string(dir.join(STATE)).map_err(|e| error(&dir.join(STATE), e))?;
     let state = serde_json::from_str(&state).map_err(|e| error(&dir.join(STATE), e))?;
     Ok((senior, optimizer, state))
+}
+
+/// Runs a Burn record reader, which panics on some malformed files (an optimizer tensor
+/// without its parameter id, say): the panic becomes an error naming the file.
+fn unpanicked<T>(path: &Path, read: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("no message");
+        Err(error(path, format!("unreadable: Burn's reader panicked ({why})")))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Burn's optimizer reader panicked on a flipped bit (tests/train.rs, fuzz_checkpoint_files).
+    #[test]
+    fn a_panicking_reader_becomes_an_error_naming_the_file() {
+        let path = Path::new("run/checkpoints/step-000002/optimizer.bpk");
+        let err =
+            unpanicked::<()>(path, || panic!("record tensors should carry a parameter id")).unwrap_err();
+        let err = err.to_string();
+        assert!(err.contains("step-000002/optimizer.bpk") && err.contains("parameter id"), "{err}");
+        assert_eq!(unpanicked(path, || Ok(3)).unwrap(), 3);
+    }
 }
