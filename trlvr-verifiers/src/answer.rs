@@ -205,8 +205,33 @@ fn scalar(toks: &[Tok]) -> Result<Answer, VerifyError> {
             ops.push(*op);
         }
     }
-    let exprs = sides.into_iter().map(parse_tokens).collect::<Result<_, _>>()?;
+    let mut exprs: Vec<Expr> = sides.iter().map(|side| parse_tokens(side)).collect::<Result<_, _>>()?;
+    if let Some(name) = function_head(sides[0]) {
+        exprs[0] = Expr::Var(name.to_string());
+    }
     Ok(Answer::Relation { exprs, ops })
+}
+
+/// Letters that name functions even when applied to numbers (`f(2) = 5`).
+const FUNCTION_LETTERS: &str = "fghpqFGHPQ";
+
+/// The function's name when a relation's first side only names a function value: `f(x)`,
+/// `g(t)`, `h(x, y)`, or `f(2)` for the usual function letters. Such a side reads as a
+/// lone variable, so `f(x) = x + 1` answers `x + 1` as `y = x + 1` does. A product such as
+/// `x(x+1)` has an argument that is not a lone letter or number and is left alone.
+fn function_head(side: &[Tok]) -> Option<char> {
+    let [Tok::Letter(name), Tok::LParen, args @ .., Tok::RParen] = side else { return None };
+    let mut letters_only = true;
+    for (i, t) in args.iter().enumerate() {
+        match t {
+            Tok::Letter(_) if i % 2 == 0 => {}
+            Tok::Num(_) if i % 2 == 0 => letters_only = false,
+            Tok::Comma if i % 2 == 1 => {}
+            _ => return None,
+        }
+    }
+    let well_formed = args.len() % 2 == 1;
+    (well_formed && (letters_only || FUNCTION_LETTERS.contains(*name))).then_some(*name)
 }
 
 fn matrix(toks: &[Tok], depth: usize) -> Result<Answer, VerifyError> {

@@ -17,29 +17,41 @@
 //!    - sets `\{..\}`, bare lists such as `1, 2` (a list of solutions) and unions of
 //!      intervals are unordered and ignore repeats: every item of one side must equal some
 //!      item of the other; a one-item set equals its item;
-//!    - matrices need the same shape and equal cells;
+//!    - matrices need the same shape and equal cells; a cell written as a decimal with at
+//!      least [`MIN_STATED_PLACES`] places also equals an exact cell that rounds to it at
+//!      the places it states (`0.33` for `\frac13` in a vector, not `0.66` for `\frac23`);
 //!    - equations (`=`, `\ne`) are equal when `lhs - rhs` of one is a non-zero constant
 //!      multiple of the other's (`y = 2x+1` equals `2x + 1 = y` and `2y = 4x + 2`);
 //!    - inequalities are first written with `<`/`\le` (`x > 3` becomes `3 < x`), then need
 //!      the same symbol and `rhs - lhs` a *positive* multiple of the other's; chains
 //!      (`1 < x \le 2`) need the same symbols and equal sides;
 //!    - `x = 5` equals `5` (an equation with a lone variable on one side equals its other
-//!      side), and a one-variable inequality equals the interval it describes (`x \ge 2` is
-//!      `[2, \infty)`).
-//!
+//!      side; `f(x) = x + 1` names a function value and reads as such a variable);
+//!    - an inequality in one variable, or in its distance from a point (`|x - 1| \le 3`,
+//!      `1 \le |z| \le \frac32`), a list of inequalities (`x < -1 \text{ or } x > 2`),
+//!      an interval and a union of intervals are compared as the intervals they describe,
+//!      unmerged, with open and closed ends kept apart (`x \ge 2` is `[2, \infty)`);
 //!    - a chain of equalities whose last side is a value answers that value
-//!      (`x = 5+5+1 = 11` equals `11`);
+//!      (`x = 5+5+1 = 11` equals `11`), as does one that defines a variable
+//!      (`y = 3x + 3x = 5x` answers `5x`, whatever its steps say), and against a single
+//!      equation a chain stands for its first and last sides;
 //!    - a decimal literal equals a constant that is not an integer when both round alike
 //!      to [`ROUNDING_PLACES`] decimals, as math-verify rounds (`0.083333` equals
 //!      `\frac{1}{12}`, `0.33` does not equal `\frac13`);
-//! 5. A whole answer `2,74` is read as `2.74` when the other answer is a single number
-//!    (it cannot be a list there).
+//! 5. Against one value, commas between digits are decimal commas (`2,74` is `2.74`,
+//!    `x = 0,5` is `x = 0.5`) unless exactly three digits follow one or several stand in
+//!    one run of digits (`1,000` and `1,2,3` keep their meaning; see `decimal_comma`).
+//!
+//! [`matches_reference`], which [`crate::MathVerifier`] uses, knows which answer is the reference and
+//! lets its shape settle two ambiguities: a decimal comma is read in the response only,
+//! and a set or list answers a tuple (in its order) and a tuple a set (in any order).
 //!
 //! Deliberate choices: a percent sign is dropped, so `50\%` equals `50` but not `0.5`; a
 //! whole answer `1,234` is one thousand two hundred and thirty-four (a list needs a space
 //! or more than three digits after the comma to be read as two numbers); an ordered pair
-//! `(1,2)` does not equal the bare list `1, 2`; and `a \approx b` is read as its exact
-//! side `a` by normalisation.
+//! `(1,2)` does not equal the bare list `1, 2` here (only [`matches_reference`] lets a
+//! reference pair be answered by a list); and `a \approx b` is read as its exact side `a`
+//! by normalisation.
 
 use crate::answer::Answer;
 use crate::eval::{Value, close, points_needed, same, same_function, to_complex, value};
@@ -70,6 +82,46 @@ pub fn equivalent(gold: &str, pred: &str) -> bool {
 
 /// [`equivalent`] for answers that are already normalised.
 pub fn equivalent_normalized(gold: &str, pred: &str) -> bool {
+    compare(gold, pred, Roles::Either)
+}
+
+/// Whether the normalised response answer `pred` answers the normalised reference `gold`:
+/// [`equivalent_normalized`], except where the reference's shape decides how to read an
+/// ambiguous response, which needs to know which side is which (so it is not symmetric):
+///
+/// - a decimal comma (`0,5`) is read in the response only, when the reference is one
+///   value; the reference's own commas stay a list or thousands separators, so a
+///   reference `1,2` (two solutions) is never answered by `1.2`;
+/// - a reference set `\{1, 2\}` is also answered by a tuple in any order, `(2, 1)`, as a
+///   list of solutions in parentheses, and a reference tuple `(1, 2)` by a list in its
+///   order (`\boxed{1}, \boxed{2}`), while [`equivalent`] keeps points and lists apart.
+///
+/// [`crate::MathVerifier`] (every preset) compares with this.
+///
+/// ```
+/// use trlvr_verifiers::equiv::matches_reference;
+///
+/// assert!(matches_reference("0.5", "0,5"));
+/// assert!(!matches_reference("1,2", "1.2"));
+/// assert!(matches_reference(r"\{1,2\}", "(2,1)"));
+/// assert!(matches_reference("(1,2)", "1, 2"));
+/// assert!(!matches_reference("(1,2)", r"\{2,1\}"));
+/// assert!(!matches_reference("[1,2]", "1, 2"));
+/// ```
+pub fn matches_reference(gold: &str, pred: &str) -> bool {
+    compare(gold, pred, Roles::GoldThenPred)
+}
+
+/// Whether the comparison knows which answer is the reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Roles {
+    /// Either may be the reference: only symmetric rules apply.
+    Either,
+    /// The first answer is the reference, the second the response.
+    GoldThenPred,
+}
+
+fn compare(gold: &str, pred: &str, roles: Roles) -> bool {
     if gold.is_empty() || pred.is_empty() {
         return false;
     }
@@ -80,18 +132,42 @@ pub fn equivalent_normalized(gold: &str, pred: &str) -> bool {
         return false;
     }
     match (Answer::parse(gold), Answer::parse(pred)) {
-        (Ok(a), Ok(b)) => answers_equal(&a, &b, 0) || decimal_comma(pred, &a) || decimal_comma(gold, &b),
-        _ => text_equal(gold, pred) || last_side_equal(gold, pred),
+        (Ok(a), Ok(b)) => {
+            answers_equal(&a, &b, 0)
+                || decimal_comma(pred, &a)
+                || match roles {
+                    Roles::Either => decimal_comma(gold, &b),
+                    Roles::GoldThenPred => set_answered_by_tuple(&a, &b),
+                }
+        }
+        _ => text_equal(gold, pred) || last_side_equal(gold, pred, roles),
     }
 }
 
 /// When one answer is a derivation that does not parse (`9\&2 = \frac{\sqrt{27}}{4}`,
 /// `\Rightarrow x = 3`) and the other has no relation, the derivation's last side (after
 /// its last top-level `=`, `\Rightarrow` or `\implies`) is compared instead.
-fn last_side_equal(gold: &str, pred: &str) -> bool {
+fn last_side_equal(gold: &str, pred: &str, roles: Roles) -> bool {
     match (last_side(gold), last_side(pred)) {
-        (Some(g), None) => !g.is_empty() && equivalent_normalized(g, pred),
-        (None, Some(p)) => !p.is_empty() && equivalent_normalized(gold, p),
+        (Some(g), None) => !g.is_empty() && compare(g, pred, roles),
+        (None, Some(p)) => !p.is_empty() && compare(gold, p, roles),
+        _ => false,
+    }
+}
+
+/// A set or list against a tuple in parentheses with as many items (at least two), as the
+/// reference's kind allows: a reference set `\{1, 2\}` is answered by the tuple's items in
+/// any order (`(2, 1)`), a reference tuple `(1, 2)` by a list or set in its order
+/// (`\boxed{1}, \boxed{2}`). Closed ends (`[1, 2]`) make an interval, which no list of
+/// points answers.
+fn set_answered_by_tuple(gold: &Answer, pred: &Answer) -> bool {
+    match (gold, pred) {
+        (Answer::Set(x), Answer::Bracketed { open: '(', close: ')', items }) if x.len() == items.len() => {
+            x.len() >= 2 && same_members(x, items, 1)
+        }
+        (Answer::Bracketed { open: '(', close: ')', items }, Answer::Set(x)) if x.len() == items.len() => {
+            x.len() >= 2 && items.iter().zip(x).all(|(p, q)| answers_equal(p, q, 1))
+        }
         _ => false,
     }
 }
@@ -121,17 +197,47 @@ fn last_side(s: &str) -> Option<&str> {
     cut.map(|c| s[c..].trim())
 }
 
-/// `2,74` against a scalar: a single comma between digits that is not a thousands
-/// separator (normalisation has removed those) is a decimal comma when the other answer
-/// is one number, so cannot be a list.
+/// `2,74` or `x = 0,5` against one value (a scalar or an equation): every comma between
+/// digits reads as a decimal comma, unless a group of exactly three digits follows it or
+/// it is one of several in one run of digits (`1,000`, `1,2,3` stay thousands and lists).
+///
+/// Why this is safe: against one value, an answer read as a list is never equal anyway,
+/// so reading its comma as a decimal point can only turn "not equal" into "equal" when
+/// its digits spell exactly that value; groups of three are ambiguous with thousands and
+/// are left alone, so `1,000` never equals `1`. [`matches_reference`] reads commas this
+/// way in the response only, so a reference list `1,2` still needs a list.
 fn decimal_comma(s: &str, other: &Answer) -> bool {
-    let Answer::Expr(_) = other else { return false };
-    let Some((int, frac)) = s.split_once(',') else { return false };
-    let digits = |t: &str| !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit());
-    if !digits(int.strip_prefix('-').unwrap_or(int)) || !digits(frac) {
+    if !matches!(other, Answer::Expr(_) | Answer::Relation { .. }) {
         return false;
     }
-    Answer::parse(&format!("{int}.{frac}")).is_ok_and(|d| answers_equal(&d, other, 0))
+    let Some(rewritten) = with_decimal_points(s) else { return false };
+    Answer::parse(&rewritten).is_ok_and(|d| answers_equal(&d, other, 0))
+}
+
+/// `s` with its decimal commas written as points (see [`decimal_comma`]); `None` when it
+/// has none, or a comma between digits that may be a thousands or list separator.
+fn with_decimal_points(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let digits_at = |i: usize, forward: bool| {
+        let run = |j: &usize| b[*j].is_ascii_digit();
+        if forward { (i..b.len()).take_while(run).count() } else { (0..i).rev().take_while(run).count() }
+    };
+    let mut out = s.as_bytes().to_vec();
+    let mut found = false;
+    for i in 1..b.len().saturating_sub(1) {
+        if b[i] != b',' || !b[i - 1].is_ascii_digit() || !b[i + 1].is_ascii_digit() {
+            continue;
+        }
+        let (before, after) = (digits_at(i, false), digits_at(i + 1, true));
+        let chained = |j: Option<usize>| j.is_some_and(|j| b.get(j) == Some(&b','));
+        let in_run = chained((i - before).checked_sub(1)) || chained(Some(i + 1 + after));
+        if after == 3 || in_run {
+            return None;
+        }
+        out[i] = b'.';
+        found = true;
+    }
+    found.then(|| String::from_utf8(out).unwrap_or_default())
 }
 
 /// Decimal places kept when a decimal is compared with an exact value (math-verify's
@@ -188,19 +294,179 @@ pub fn answers_equal(a: &Answer, b: &Answer, depth: usize) -> bool {
                 && i1.iter().zip(i2).all(|(x, y)| answers_equal(x, y, d))
         }
         (Answer::Matrix(r1), Answer::Matrix(r2)) => {
+            let cell = |p: &Answer, q: &Answer| answers_equal(p, q, d) || within_stated_precision(p, q);
             r1.len() == r2.len()
                 && r1
                     .iter()
                     .zip(r2)
-                    .all(|(x, y)| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| answers_equal(p, q, d)))
+                    .all(|(x, y)| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| cell(p, q)))
         }
         (Answer::Relation { exprs: e1, ops: o1 }, Answer::Relation { exprs: e2, ops: o2 }) => {
-            relations_equal(e1, o1, e2, o2)
+            relations_equal(e1, o1, e2, o2) || same_intervals(a, b, d)
         }
         (Answer::Relation { exprs, ops }, other) | (other, Answer::Relation { exprs, ops }) => {
-            relation_vs_other(exprs, ops, other, d)
+            relation_vs_other(exprs, ops, other, d) || same_intervals(a, b, d)
+        }
+        _ => same_intervals(a, b, d),
+    }
+}
+
+/// Fewest decimal places a matrix entry must state to be rounded like math-verify: one
+/// place would let `0.3` stand for anything from `0.25` to `0.35`.
+pub const MIN_STATED_PLACES: u32 = 2;
+
+/// A matrix or vector entry written as a decimal answers an exact entry that rounds to it
+/// at the precision the decimal states (math-verify's rule, per entry): `0.33` answers
+/// `\frac13` and `0.67` answers `\frac23`, but `0.66` (cut off, not rounded) does not,
+/// nor does `0.33` answer `\frac23`. At least [`MIN_STATED_PLACES`] places are needed.
+fn within_stated_precision(a: &Answer, b: &Answer) -> bool {
+    let (Answer::Expr(x), Answer::Expr(y)) = (a, b) else { return false };
+    rounds_to_literal(x, y) || rounds_to_literal(y, x)
+}
+
+/// Whether `exact` rounds to the decimal literal `lit` at the places `lit` states
+/// (halves away from zero).
+fn rounds_to_literal(lit: &Expr, exact: &Expr) -> bool {
+    let (Some((q, places)), None) = (decimal_literal(lit), decimal_literal(exact)) else { return false };
+    if exact.has_vars() || !(MIN_STATED_PLACES..=15).contains(&u32::from(places)) {
+        return false;
+    }
+    let Ok(v) = value(exact, 0) else { return false };
+    let v = to_complex(v);
+    let scale = 10f64.powi(i32::from(places));
+    v.is_real() && (v.re * scale).round() == (q.to_f64() * scale).round()
+}
+
+/// The value and stated places of a literal with a fractional part (`0.33`, `-1.50`).
+fn decimal_literal(e: &Expr) -> Option<(crate::num::Rational, u8)> {
+    match e {
+        Expr::Num { exact: Some(q), places, .. } if !q.is_integer() => Some((*q, *places)),
+        Expr::Neg(x) => decimal_literal(x).and_then(|(q, p)| Some((q.checked_neg()?, p))),
+        _ => None,
+    }
+}
+
+/// One side as a union of intervals, for answers that describe a set of reals in
+/// different ways: an inequality (`x > 2`, `1 \le |z| \le \frac32`), a list of
+/// inequalities joined by "or" (`x < -1, x > 2` after normalisation), an interval or a
+/// union of intervals. Unions are compared as sets of intervals (not merged), so
+/// `x \ge 2` answers `[2, \infty)` and `1 \le |z| \le \frac32` answers `[-\frac32, -1]
+/// \cup [1, \frac32]`, while open and closed ends must still match.
+fn same_intervals(a: &Answer, b: &Answer, d: usize) -> bool {
+    let described = |x: &Answer| matches!(x, Answer::Relation { .. } | Answer::Set(_));
+    if !described(a) && !described(b) {
+        return false;
+    }
+    match (intervals(a), intervals(b)) {
+        (Some((v1, i1)), Some((v2, i2))) => {
+            (v1.is_none() || v2.is_none() || v1 == v2) && same_members(&i1, &i2, d)
         }
         _ => false,
+    }
+}
+
+/// The intervals an answer describes and the variable it constrains, if any.
+fn intervals(a: &Answer) -> Option<(Option<&str>, Vec<Answer>)> {
+    let interval = |x: &Answer| matches!(x, Answer::Bracketed { items, .. } if items.len() == 2);
+    match a {
+        Answer::Bracketed { .. } if interval(a) => Some((None, vec![a.clone()])),
+        Answer::Union(parts) if parts.iter().all(interval) => Some((None, parts.clone())),
+        Answer::Relation { exprs, ops } => inequality_intervals(exprs, ops),
+        Answer::Set(items) if items.len() >= 2 => {
+            let mut var = None;
+            let mut out = Vec::new();
+            for item in items {
+                let Answer::Relation { exprs, ops } = item else { return None };
+                let (v, parts) = inequality_intervals(exprs, ops)?;
+                if var.is_some() && var != v {
+                    return None;
+                }
+                var = v;
+                out.extend(parts);
+            }
+            Some((var, out))
+        }
+        _ => None,
+    }
+}
+
+/// The intervals of an inequality in one variable `v` (`v < c`, `a \le v < b`) or in its
+/// distance from a point (`|v + c| < r`, `r \le |v - c|`, `a \le |v| \le b`).
+fn inequality_intervals<'a>(exprs: &'a [Expr], ops: &[RelOp]) -> Option<(Option<&'a str>, Vec<Answer>)> {
+    if let Some(interval) = as_interval(exprs, ops) {
+        let (e, _) = oriented(exprs, ops);
+        let var = e.iter().find_map(|x| x.as_var());
+        return Some((var, vec![interval]));
+    }
+    let (e, o) = oriented(exprs, ops);
+    if o.iter().any(|op| !matches!(op, RelOp::Lt | RelOp::Le)) {
+        return None;
+    }
+    let closed = |op: RelOp| op == RelOp::Le;
+    let inf = || Expr::Inf;
+    let minus_inf = || Expr::Neg(Box::new(Expr::Inf));
+    let piece = |lo: Expr, hi: Expr, lo_closed: bool, hi_closed: bool| Answer::Bracketed {
+        open: if lo_closed { '[' } else { '(' },
+        close: if hi_closed { ']' } else { ')' },
+        items: vec![Answer::Expr(lo), Answer::Expr(hi)],
+    };
+    let positive = |x: &Expr, zero_ok: bool| {
+        !x.has_vars()
+            && value(x, 0).is_ok_and(|v| {
+                let z = to_complex(v);
+                z.is_real() && (z.re > 0.0 || (zero_ok && z.re == 0.0))
+            })
+    };
+    match (e.as_slice(), o.as_slice()) {
+        // |v + c| < r: one interval around -c.
+        ([abs, r], [op]) if distance(abs).is_some() => {
+            let (v, c) = distance(abs)?;
+            positive(r, false).then_some(())?;
+            Some((Some(v), vec![piece(shift(neg(r), c), shift((*r).clone(), c), closed(*op), closed(*op))]))
+        }
+        // r < |v + c|: two rays.
+        ([r, abs], [op]) if distance(abs).is_some() => {
+            let (v, c) = distance(abs)?;
+            positive(r, true).then_some(())?;
+            let left = piece(minus_inf(), shift(neg(r), c), false, closed(*op));
+            let right = piece(shift((*r).clone(), c), inf(), closed(*op), false);
+            Some((Some(v), vec![left, right]))
+        }
+        // a < |v + c| < b: two intervals, mirror images around -c.
+        ([a, abs, b], [lo, hi]) => {
+            let (v, c) = distance(abs)?;
+            positive(a, true).then_some(())?;
+            let left = piece(shift(neg(b), c), shift(neg(a), c), closed(*hi), closed(*lo));
+            let right = piece(shift((*a).clone(), c), shift((*b).clone(), c), closed(*lo), closed(*hi));
+            Some((Some(v), vec![left, right]))
+        }
+        _ => None,
+    }
+}
+
+/// `|v + c|` (or `|v - c|`, `|c + v|`, `|v|`) as the variable and its shift `c`.
+fn distance(e: &Expr) -> Option<(&str, Option<&Expr>)> {
+    let Expr::Func(crate::expr::Func::Abs, inner) = e else { return None };
+    match &**inner {
+        Expr::Var(v) => Some((v, None)),
+        Expr::Add(xs) if xs.len() == 2 => match (&xs[0], &xs[1]) {
+            (Expr::Var(v), c) | (c, Expr::Var(v)) if !c.has_vars() => Some((v, Some(c))),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `-x`.
+fn neg(x: &Expr) -> Expr {
+    Expr::Neg(Box::new(x.clone()))
+}
+
+/// `x - c`: an end of `|v + c| ...` moved back by the shift.
+fn shift(x: Expr, c: Option<&Expr>) -> Expr {
+    match c {
+        Some(c) => Expr::Add(vec![x, neg(c)]),
+        None => x,
     }
 }
 
@@ -222,6 +488,13 @@ fn oriented<'a>(exprs: &'a [Expr], ops: &[RelOp]) -> (Vec<&'a Expr>, Vec<RelOp>)
 }
 
 fn relations_equal(e1: &[Expr], o1: &[RelOp], e2: &[Expr], o2: &[RelOp]) -> bool {
+    // A chain of equalities states its first side equal to its last (`y = 2x + 2x = 4x` is
+    // `y = 4x`), whatever its steps say, against a single equation.
+    let equalities = |o: &[RelOp]| o.iter().all(|op| *op == RelOp::Eq);
+    if equalities(o1) && equalities(o2) && e1.len() != e2.len() && e1.len().min(e2.len()) == 2 {
+        let ends = |e: &[Expr]| [e[0].clone(), e[e.len() - 1].clone()];
+        return relations_equal(&ends(e1), &[RelOp::Eq], &ends(e2), &[RelOp::Eq]);
+    }
     let (e1, o1) = oriented(e1, o1);
     let (e2, o2) = oriented(e2, o2);
     if o1 != o2 || e1.len() != e2.len() {
@@ -278,8 +551,10 @@ fn relation_vs_other(exprs: &[Expr], ops: &[RelOp], other: &Answer, d: usize) ->
         && ops.iter().all(|o| *o == RelOp::Eq)
     {
         let value = !last.has_vars() && (exprs.len() > 2 || exprs[0].as_var().is_some());
+        // `y = 3x + 3x = 5x` defines `y` by its last side, whatever the steps before it say.
+        let definition = exprs.len() > 2 && exprs[0].as_var().is_some();
         let identity = exprs.windows(2).all(|w| same_function(&w[0], &w[1]));
-        if (value || identity) && answers_equal(&Answer::Expr(last.clone()), other, d) {
+        if (value || definition || identity) && answers_equal(&Answer::Expr(last.clone()), other, d) {
             return true;
         }
     }

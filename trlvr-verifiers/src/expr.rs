@@ -51,6 +51,9 @@ pub enum Expr {
         exact: Option<Rational>,
         /// The nearest double.
         approx: f64,
+        /// Digits written after the decimal point (`0.50` has 2; 0 in e-notation): the
+        /// precision a decimal states.
+        places: u8,
     },
     /// A free variable (`x`, `x_1`, `theta`).
     Var(String),
@@ -87,7 +90,7 @@ pub enum Expr {
 impl Expr {
     /// An integer literal.
     pub fn int(n: i128) -> Self {
-        Self::Num { exact: Some(Rational::int(n)), approx: n as f64 }
+        Self::Num { exact: Some(Rational::int(n)), approx: n as f64, places: 0 }
     }
 
     /// Parses one scalar expression (no commas, relations or brackets around a list).

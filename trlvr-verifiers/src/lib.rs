@@ -7,14 +7,16 @@
 //!    "the answer is X"; others leave it in free text. [`Extraction`] picks the rules: the
 //!    training reward ([`MathVerifier::strict`]) reads the last `\boxed{..}` only, while
 //!    the evaluation grader ([`MathVerifier::grader`], behind `trlvr verify`) runs the
-//!    free-text [`extract::Pipeline`] (a box, `####`, a bare formula, a "final answer"
-//!    phrase in several languages, the last math environment, the last number) on both
-//!    the reference and the response, and reads option letters ([`text::choice`]).
+//!    free-text [`extract::Pipeline`] (a box, or boxes joined by "and", `####`, a bare
+//!    formula, a "final answer" phrase in many languages, the last math environment, the
+//!    last number) on both the reference and the response, and reads option letters,
+//!    also the one a reasoning settles on ([`text::choice`]). LaTeX escaped twice
+//!    (`\\frac`) is read as LaTeX.
 //! 2. **Normalisation** ([`normalize()`]): remove what never changes meaning (`\left`,
 //!    `\!`, `$`, `\text{}`, units after a number, degree and percent signs, thousands
-//!    separators, a trailing period) and pick one spelling for what can be written several
-//!    ways (`\dfrac` and `\frac12` become `\frac{1}{2}`, `(B)` becomes `B`). It is
-//!    idempotent.
+//!    separators, a trailing period, doubled backslashes) and pick one spelling for what
+//!    can be written several ways (`\dfrac` and `\frac12` become `\frac{1}{2}`, `(B)`
+//!    becomes `B`). It is idempotent.
 //! 3. **Equivalence** ([`equivalent()`]): after an exact-string shortcut, both answers are
 //!    parsed into a shape ([`answer::Answer`]: scalar, tuple or interval, set, union,
 //!    matrix, relation) whose parts are compared by value. Scalars are evaluated at four
@@ -22,7 +24,9 @@
 //!    when possible and otherwise in complex floating point with a relative tolerance of
 //!    `1e-6` (see [`eval`]). So `\frac{x^2-1}{x-1}` equals `x+1`, `\sin^2 x+\cos^2 x`
 //!    equals `1`, and `10^9` does not equal `10^9 + 1`. The exact rules for tuples, sets,
-//!    intervals, lists of solutions and relations are in [`equiv`].
+//!    intervals, lists of solutions and relations are in [`equiv`]; [`MathVerifier`] uses
+//!    [`equiv::matches_reference`], which lets the reference's shape settle what an
+//!    ambiguous response means (`0,5` against `0.5`, a list against a tuple).
 //!
 //! [`MathVerifier`] ties the three together behind [`trlvr::verifier::Verifier`], and
 //! [`check()`] returns a serialisable [`Verdict`] with every intermediate form.

@@ -8,6 +8,8 @@
 //! the rewrites do not settle within a few passes is returned trimmed but otherwise
 //! unchanged, which keeps that promise.)
 
+use std::borrow::Cow;
+
 /// Inputs longer than this (in bytes, after trimming) are returned trimmed but otherwise
 /// untouched: no real answer is that long, and the rewriting passes are not free.
 pub const MAX_NORMALIZE_LEN: usize = 4096;
@@ -16,7 +18,8 @@ pub const MAX_NORMALIZE_LEN: usize = 4096;
 /// real inputs settle in two or three).
 const MAX_PASSES: usize = 16;
 
-/// Normalises an extracted answer: LaTeX spacing, `\left`/`\right`, `$`, `\text{}` and
+/// Normalises an extracted answer: doubled backslashes ([`undouble_backslashes`]), LaTeX
+/// spacing, `\left`/`\right`, `$`, `\text{}` and
 /// friends, degrees, percent and currency signs, thousands separators, units and words
 /// after a number, `\dfrac`/`\tfrac`, `\frac12`/`\sqrt2` shorthands, the `2 1/2` mixed
 /// number, repeating decimals `0.\overline{3}`, multiple-choice letters `(B)`, a trailing
@@ -51,7 +54,7 @@ pub fn normalize(input: &str) -> String {
 
 /// One round of every rewrite.
 fn pass(s: &str) -> String {
-    let s = approximation(&unicode(s));
+    let s = approximation(&unicode(&undouble_backslashes(s)));
     let s = trig_degrees(&s);
     let s = s
         .replace("^{\\circ}", "")
@@ -72,6 +75,56 @@ fn pass(s: &str) -> String {
     let s = choice_letter(&s);
     let s = thousands_plain(&s);
     mixed_slash(&s)
+}
+
+/// LaTeX escaped twice (`\\frac{1}{2}`, as when a JSON string is escaped again), with its
+/// backslashes halved; any other text unchanged. It counts as doubled when every run of
+/// backslashes has an even length and one of them starts a command or a bracket
+/// (`\\frac`, `\\{`, `\\(`). That is safe on real LaTeX: it writes its commands with one
+/// backslash (one is enough to leave the text alone), and its row breaks `\\` stand before
+/// spaces, digits or newlines.
+///
+/// ```
+/// use trlvr_verifiers::normalize::undouble_backslashes;
+///
+/// assert_eq!(undouble_backslashes(r"\\frac{1}{2}"), r"\frac{1}{2}");
+/// assert_eq!(undouble_backslashes(r"\begin{pmatrix}1\\2\end{pmatrix}"), r"\begin{pmatrix}1\\2\end{pmatrix}");
+/// assert_eq!(undouble_backslashes(r"1 \\ 2"), r"1 \\ 2");
+/// ```
+pub fn undouble_backslashes(s: &str) -> Cow<'_, str> {
+    let b = s.as_bytes();
+    let mut doubled = false;
+    let mut i = 0;
+    // `find` jumps to the next backslash with a fast byte search; most LaTeX stops at its
+    // first command.
+    while let Some(next) = s[i..].find('\\') {
+        i += next;
+        let start = i;
+        while i < b.len() && b[i] == b'\\' {
+            i += 1;
+        }
+        if (i - start) % 2 == 1 {
+            return Cow::Borrowed(s);
+        }
+        doubled |= b.get(i).is_some_and(|c| c.is_ascii_alphabetic() || b"{}()[]".contains(c));
+    }
+    if !doubled {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() / 2 + 1);
+    let mut skip = false;
+    for c in s.chars() {
+        if c == '\\' {
+            if !skip {
+                out.push(c);
+            }
+            skip = !skip;
+        } else {
+            skip = false;
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// `a \approx b` keeps the exact value `a` that was approximated, or `b` when `a` is only a

@@ -372,7 +372,11 @@ fn number(s: &str) -> Result<Expr, VerifyError> {
             }
         }
     };
-    Ok(Expr::Num { exact, approx })
+    let places = match s.split_once('.') {
+        Some((_, frac)) if !s.contains(['e', 'E']) => u8::try_from(frac.len()).unwrap_or(u8::MAX),
+        _ => 0,
+    };
+    Ok(Expr::Num { exact, approx, places })
 }
 
 /// `2` followed by `\frac{1}{2}` (both plain non-negative integers) is `2 + 1/2`; a negated

@@ -1,6 +1,7 @@
 //! Answers in free text, for grading responses that do not box their answer: a "final
-//! answer" anchor in several languages, the last math environment, the last number of
-//! the prose, and multiple-choice letters.
+//! answer" anchor in many languages (and the part of its sentence that states the
+//! answer), the last math environment, the last number of the prose, and multiple-choice
+//! letters, also those a reasoning settles on ("not A, therefore B").
 //!
 //! Each stage is one small function returning the raw answer text (or `None`); the order
 //! in which they are tried is [`crate::extract::Pipeline`]'s business. All are linear
@@ -8,8 +9,10 @@
 
 /// Phrases after which the final answer follows, lower case (matched ignoring ASCII case,
 /// so other scripts list their capitalised forms too). The phrase that ends last wins, the
-/// longest among those ending at the same place.
+/// longest among those ending at the same place. A phrase such as "réponse est" also
+/// covers "la réponse est" and "la bonne réponse est".
 const ANCHORS: &[&str] = &[
+    // English
     "final answer is",
     "final answer:",
     "final answer",
@@ -18,24 +21,80 @@ const ANCHORS: &[&str] = &[
     "answer:",
     "correct answer is",
     "correct option is",
-    "la réponse est",
+    // French
+    "réponse est",
     "réponse finale :",
+    "réponse finale:",
     "réponse :",
-    "die antwort ist",
+    "réponse:",
+    // German
+    "antwort ist",
+    "antwort lautet",
     "antwort:",
-    "la respuesta es",
+    // Spanish
+    "respuesta es",
+    "respuesta correcta es",
+    "respuesta final es",
     "respuesta:",
-    "a resposta é",
+    // Portuguese
+    "resposta é",
+    "resposta correta é",
+    "resposta final é",
+    "resposta:",
+    // Italian
+    "risposta è",
+    "risposta corretta è",
+    "risposta finale è",
+    "risposta:",
+    // Dutch
+    "antwoord is",
+    "antwoord:",
+    // Polish
+    "odpowiedź to",
+    "odpowiedź:",
+    // Turkish
+    "cevap:",
+    "yanıt:",
+    // Indonesian
+    "jawabannya adalah",
+    "jawaban:",
+    // Vietnamese
+    "đáp án là",
+    "đáp án:",
+    // Russian
     "ответ:",
     "Ответ:",
+    "ответ равен",
+    "Ответ равен",
+    "ответ —",
+    "Ответ —",
+    // Chinese
     "答案是",
     "答案为",
     "答案：",
     "答案:",
     "最终答案",
+    // Japanese
+    "答えは",
+    "答え：",
+    "答え:",
+    "正解は",
+    "解答：",
+    // Korean
+    "답은",
+    "답:",
+    "답：",
+    // Arabic
     "الإجابة هي",
     "الجواب هو",
+    // Hindi
+    "उत्तर है",
+    "उत्तर:",
 ];
+
+/// How many anchors followed by a negation ("the answer is not 5") are skipped, looking
+/// further back each time; bounded so that a text of negated anchors stays linear.
+const MAX_NEGATED_ANCHORS: usize = 4;
 
 /// ASCII-case-insensitive last occurrence of `needle` (lower case) in `hay`.
 pub(crate) fn rfind_ci(hay: &str, needle: &str) -> Option<usize> {
@@ -47,17 +106,78 @@ pub(crate) fn rfind_ci(hay: &str, needle: &str) -> Option<usize> {
 }
 
 /// The text after the last anchor phrase ("the answer is", "答案是", ...), to the end of
-/// the input; `None` without an anchor.
+/// the input; `None` without an anchor. An anchor that is negated ("the answer is not
+/// 5", as in a check at the end of a response) does not state the answer, so an earlier
+/// one is looked for.
 pub fn after_anchor(s: &str) -> Option<&str> {
-    // ASCII lower-casing keeps every byte offset, and lets the standard substring search
-    // (linear, fast) do the work.
-    let lower = s.to_ascii_lowercase();
-    let (at, len) = ANCHORS
-        .iter()
-        .filter_map(|p| lower.rfind(p).map(|i| (i, p.len())))
-        .max_by_key(|&(i, l)| (i + l, l))?;
-    let rest = s[at + len..].trim_start_matches([' ', ':', '\t', '：', '*']);
-    Some(rest)
+    let mut end = s.len();
+    for _ in 0..MAX_NEGATED_ANCHORS {
+        let (at, len) = last_anchor(&s.as_bytes()[..end])?;
+        let rest = s[at + len..].trim_start_matches([' ', ':', '\t', '：', '*']);
+        if !starts_negated(rest) {
+            return Some(rest);
+        }
+        end = at;
+    }
+    None
+}
+
+/// For each byte, the phrases of a list (as bits) that start with it in either ASCII
+/// case, so that one pass over a text only stops where one of them may begin.
+const fn first_byte_table(phrases: &[&str]) -> [u128; 256] {
+    assert!(phrases.len() <= 128);
+    let mut table = [0u128; 256];
+    let mut k = 0;
+    while k < phrases.len() {
+        let first = phrases[k].as_bytes()[0];
+        table[first.to_ascii_lowercase() as usize] |= 1 << k;
+        table[first.to_ascii_uppercase() as usize] |= 1 << k;
+        k += 1;
+    }
+    table
+}
+
+const ANCHORS_BY_FIRST_BYTE: [u128; 256] = first_byte_table(ANCHORS);
+
+/// The anchor of `hay` that ends last (the longest among those ending there), ignoring
+/// ASCII case: its start and length.
+fn last_anchor(hay: &[u8]) -> Option<(usize, usize)> {
+    last_phrase(hay, ANCHORS, &ANCHORS_BY_FIRST_BYTE, |_, _| true)
+}
+
+/// The phrase of `phrases` (with its [`first_byte_table`]) that ends last in `hay` (the
+/// longest among those ending there), ignoring ASCII case and skipping occurrences that
+/// `accept(start, end)` rejects: its start and length. One linear pass, with no setup per
+/// phrase, however many phrases there are.
+fn last_phrase(
+    hay: &[u8],
+    phrases: &[&str],
+    table: &[u128; 256],
+    accept: impl Fn(usize, usize) -> bool,
+) -> Option<(usize, usize)> {
+    let mut best: Option<(usize, usize)> = None;
+    for i in 0..hay.len() {
+        let mut bits = table[hay[i] as usize];
+        while bits != 0 {
+            let k = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let p = phrases[k].as_bytes();
+            let found = hay.get(i..i + p.len()).is_some_and(|w| w.eq_ignore_ascii_case(p));
+            if found
+                && best.is_none_or(|(j, l)| (i + p.len(), p.len()) > (j + l, l))
+                && accept(i, i + p.len())
+            {
+                best = Some((i, p.len()));
+            }
+        }
+    }
+    best
+}
+
+/// Whether a statement opens with a negation (`not 5`, `n't 5`).
+fn starts_negated(rest: &str) -> bool {
+    let head = rest.get(..4).unwrap_or(rest).to_ascii_lowercase();
+    head.starts_with("not ") || head.starts_with("not,") || head.starts_with("n't")
 }
 
 /// The answer after the last anchor, read from its line (or the next non-empty line, for a
@@ -69,8 +189,14 @@ pub fn anchored(s: &str) -> Option<String> {
     let at = rest.find(line).unwrap_or(0);
     let opens_math = DELIMS.iter().any(|(d, _)| line.trim_start().starts_with(d));
     // A display may span lines: from the line's start to the end of the input. Otherwise
-    // the answer is the first math in the anchor's sentence, or that sentence.
-    let scope = if opens_math { &rest[at..] } else { sentence(line) };
+    // the answer is the first math in the part of the anchor's sentence that states it,
+    // or that part.
+    let (scope, prose) = if opens_math { (&rest[at..], false) } else { stated_part(sentence(line)) };
+    if prose {
+        let answer = prose_answer(scope);
+        let answer = answer.trim().trim_end_matches(['.', '。']).trim();
+        return (!answer.is_empty()).then(|| answer.to_string());
+    }
     let answer = match math_envs(scope).into_iter().next() {
         Some(env) => env,
         None => scope,
@@ -83,6 +209,122 @@ pub fn anchored(s: &str) -> Option<String> {
         return Some(n);
     }
     (!answer.is_empty()).then(|| answer.to_string())
+}
+
+/// Where an aside begins once the answer has been stated (`12 (check: 3*4 = 12)`,
+/// `12, since 5 were left`): a later number in it is not the answer.
+const ASIDES: &[&str] = &[
+    " (",
+    ", since",
+    " since ",
+    ", because",
+    " because ",
+    ", as ",
+    "; ",
+    " — ",
+    ", which",
+    " which ",
+    ", check",
+];
+
+/// Words that join a subject to the answer it is said to be (`The largest $n$ is $34$`).
+const COPULAS: &[&str] = &[
+    " is ",
+    " are ",
+    " was ",
+    " were ",
+    " equals ",
+    " = ",
+    " est ",
+    " sont ",
+    " ist ",
+    " sind ",
+    " beträgt ",
+    " es ",
+    " son ",
+    " é ",
+    " são ",
+    " è ",
+    " sono ",
+    " равно ",
+    " равен ",
+    " составляет ",
+];
+
+/// The part of an anchored sentence that states the answer. A sentence that reads as
+/// prose loses an aside after its answer (`12 (check: 3*4 = 12, and 5 were left)` states
+/// `12`) and, when it opens with words, the subject before its last copula whose rest
+/// holds a number or math (`The largest $n$ is $34$` states `$34$`). A formula is kept.
+/// Also says whether the sentence read as prose, whose answer is then its first math or
+/// else its last number ([`prose_answer`]).
+pub(crate) fn stated_part(sentence: &str) -> (&str, bool) {
+    let s = sentence.trim();
+    if s.is_empty() || crate::extract::is_formula(s) {
+        return (s, false);
+    }
+    (after_copula(without_aside(s)), true)
+}
+
+/// The answer a prose sentence states: its first math, else a bracketed formula whole (a
+/// point `(1, 2)`, an interval), else its last number (`64 m²` states `64`), else itself
+/// (`Evelyn`).
+pub(crate) fn prose_answer(part: &str) -> String {
+    if let Some(env) = math_envs(part).into_iter().next() {
+        return env.to_string();
+    }
+    let bracketed = part.starts_with(['(', '[']) || part.starts_with("\\{");
+    if bracketed && crate::extract::is_formula(part) {
+        return part.to_string();
+    }
+    last_number(part).unwrap_or_else(|| part.to_string())
+}
+
+/// `s` up to the first [`ASIDES`] marker outside math that follows a number or math.
+fn without_aside(s: &str) -> &str {
+    let b = s.as_bytes();
+    let (mut stated, mut in_dollars, mut in_parens) = (false, false, false);
+    for i in 0..b.len() {
+        if stated && !in_dollars && !in_parens && ASIDES.iter().any(|m| b[i..].starts_with(m.as_bytes())) {
+            return s[..i].trim_end();
+        }
+        match b[i] {
+            b'$' => in_dollars = !in_dollars,
+            b'(' if i > 0 && b[i - 1] == b'\\' => in_parens = true,
+            b')' if i > 0 && b[i - 1] == b'\\' => in_parens = false,
+            c if c.is_ascii_digit() => stated = true,
+            _ => {}
+        }
+        // Closed math counts as a stated answer.
+        if (b[i] == b'$' && !in_dollars) || (b[i] == b')' && !in_parens && i > 0 && b[i - 1] == b'\\') {
+            stated = true;
+        }
+    }
+    s
+}
+
+/// What follows the last copula of a sentence that opens with words, when that holds a
+/// number or math; the whole sentence otherwise. A few copulas are tried, from the last.
+fn after_copula(s: &str) -> &str {
+    let opens_with_word = s.chars().next().is_some_and(|c| c.is_alphabetic())
+        && s.split_whitespace().next().is_some_and(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 2);
+    if !opens_with_word {
+        return s;
+    }
+    let holds_answer = |t: &str| t.bytes().any(|c| c.is_ascii_digit() || c == b'$') || t.contains("\\(");
+    let mut end = s.len();
+    for _ in 0..8 {
+        let Some((at, len)) =
+            COPULAS.iter().filter_map(|c| s[..end].rfind(c).map(|i| (i, c.len()))).max_by_key(|&(i, _)| i)
+        else {
+            break;
+        };
+        let rest = s[at + len..].trim();
+        if holds_answer(rest) {
+            return rest;
+        }
+        end = at;
+    }
+    s
 }
 
 /// Cuts a line at its first sentence end (a period followed by a space or the end, that is
@@ -252,9 +494,10 @@ fn option_letter(c: char) -> bool {
 }
 
 /// The option letter a response chooses, for a multiple-choice gold: a boxed letter, the
-/// letter after an anchor ("the answer is C", "答案是 C"), else a letter that opens the response (`D. ...`,
-/// `(A) is ...`, `B。...`), else the letter after "option"/"choice", else the only option
-/// letter standing alone in the text.
+/// letter after an anchor ("the answer is C", "答案是 C"), else a letter that opens the
+/// response (`D. ...`, `(A) is ...`, `B。...`), else the letter a reasoning concludes with
+/// ("not A, therefore B"), else the letter after "option"/"choice", else the only option
+/// letter standing alone in the text that is not ruled out ("not A").
 pub fn choice(s: &str) -> Option<char> {
     // `article`: an `A` followed by a lower-case word is the article, not an option.
     let lead = |t: &str, article: bool| -> Option<char> {
@@ -280,17 +523,24 @@ pub fn choice(s: &str) -> Option<char> {
     if let Some(c) = lead(s, true) {
         return Some(c);
     }
+    if let Some(c) = concluded_option(s) {
+        return Some(c);
+    }
     for word in ["option ", "choice "] {
         if let Some(c) = rfind_ci(s, word).and_then(|at| lead(&s[at + word.len()..], false)) {
             return Some(c);
         }
     }
+    // The only option letter the text names without ruling it out.
     let mut found = None;
     let chars: Vec<char> = s.chars().collect();
+    let mut last_negated = false;
     for (k, &c) in chars.iter().enumerate() {
         let alone = |j: Option<&char>| j.is_none_or(|n| !n.is_alphanumeric());
         if option_letter(c) && alone(k.checked_sub(1).and_then(|j| chars.get(j))) && alone(chars.get(k + 1)) {
+            last_negated = ruled_out(&chars, k, last_negated);
             match found {
+                _ if last_negated => {}
                 None => found = Some(c),
                 Some(f) if f != c => return None,
                 Some(_) => {}
@@ -298,6 +548,139 @@ pub fn choice(s: &str) -> Option<char> {
         }
     }
     found
+}
+
+/// Words after which a response names the option it settles on ("so it is not A,
+/// therefore B"), matched at word starts ignoring ASCII case.
+const CONCLUSIONS: &[&str] = &[
+    "therefore",
+    "thus",
+    "hence",
+    "so",
+    "must be",
+    "it is",
+    "it's",
+    "donc",
+    "daher",
+    "deshalb",
+    "por lo tanto",
+    "portanto",
+    "quindi",
+    "dunque",
+    "поэтому",
+    "значит",
+    "因此",
+    "所以",
+    "故",
+    "따라서",
+    "したがって",
+    "よって",
+];
+
+const CONCLUSIONS_BY_FIRST_BYTE: [u128; 256] = first_byte_table(CONCLUSIONS);
+
+/// Words that rule out the option letter after them (`not A`, `nicht B`).
+const NEGATIONS: &[&str] = &[
+    "not", "isn't", "wasn't", "can't", "cannot", "nor", "neither", "never", "except", "nicht", "kein", "pas",
+    "non", "no", "não", "не",
+];
+
+/// Words that rule out the option letter before them (`A fails`, `B is wrong`).
+const FAILURES: &[&str] = &[
+    "fails",
+    "fail",
+    "failed",
+    "is wrong",
+    "is incorrect",
+    "is false",
+    "is impossible",
+    "is not",
+    "isn't",
+    "is out",
+    "doesn't",
+    "does not",
+    "cannot",
+    "can't",
+    "won't",
+    "is eliminated",
+    "is ruled out",
+];
+
+/// The option letter named right after the last conclusion word ([`CONCLUSIONS`]) and
+/// not ruled out there: the first of its clause within a few words. A letter that the
+/// reasoning rejects (`so it is not A`) is skipped, so "not A, therefore B" reads `B`.
+fn concluded_option(s: &str) -> Option<char> {
+    let b = s.as_bytes();
+    // Whole words only: `so` is not the end of `also`.
+    let word_byte = |i: Option<usize>| i.and_then(|i| b.get(i)).is_some_and(u8::is_ascii_alphanumeric);
+    let bounded = |start: usize, end: usize| !word_byte(start.checked_sub(1)) && !word_byte(Some(end));
+    let (at, len) = last_phrase(b, CONCLUSIONS, &CONCLUSIONS_BY_FIRST_BYTE, bounded)?;
+    let rest = &s[at + len..];
+    // The clause: to its sentence end, and not far.
+    let clause: String =
+        rest.chars().take_while(|&c| !matches!(c, '\n' | '。' | '!' | '?')).take(60).collect();
+    let clause = clause.split(". ").next().unwrap_or("");
+    let chars: Vec<char> = clause.chars().collect();
+    let alone = |j: Option<&char>| j.is_none_or(|n| !n.is_ascii_alphanumeric());
+    let mut last_negated = false;
+    for (k, &c) in chars.iter().enumerate() {
+        if !option_letter(c)
+            || !alone(k.checked_sub(1).and_then(|j| chars.get(j)))
+            || !alone(chars.get(k + 1))
+        {
+            continue;
+        }
+        if c == 'A' && is_article(&chars[k + 1..]) {
+            continue;
+        }
+        last_negated = ruled_out(&chars, k, last_negated);
+        if !last_negated {
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// Whether an `A` followed by `after` is the article (`A good guess`) rather than the
+/// option (`A or B`, `A fails`): a lower-case word follows that does not join or judge.
+fn is_article(after: &[char]) -> bool {
+    let [' ', rest @ ..] = after else { return false };
+    let word: String = rest.iter().take_while(|c| c.is_alphabetic() || **c == '\'').collect();
+    const JUDGING: &[&str] = &[
+        "or", "and", "nor", "is", "was", "fails", "fail", "cannot", "can't", "isn't", "doesn't", "does",
+        "must", "works", "holds",
+    ];
+    word.starts_with(|c: char| c.is_ascii_lowercase()) && !JUDGING.contains(&word.as_str())
+}
+
+/// Whether the option letter at `chars[k]` is ruled out: a negation just before it
+/// (`not A`, `不是A`), a failure just after it (`A fails`), or, right after a ruled-out
+/// letter, a joining `or`/`nor`/`and`/`,` (`not A or B`).
+fn ruled_out(chars: &[char], k: usize, previous_ruled_out: bool) -> bool {
+    let before: String = chars[k.saturating_sub(20)..k].iter().collect();
+    let before = before.trim_end_matches([' ', '(', '[', '*', '"']).to_lowercase();
+    if before.ends_with("不是") || before.ends_with('不') || before.ends_with('非') {
+        return true;
+    }
+    // The last words before the letter: a negation, possibly before a verb or a noun such
+    // as `be` or `option` (`cannot be A`, `not option A`).
+    let mut words = before.rsplit(|c: char| !(c.is_alphabetic() || c == '\'')).filter(|w| !w.is_empty());
+    let last_word = words.next().unwrap_or("");
+    let filler = |w: &str| matches!(w, "be" | "is" | "was" | "option" | "choice" | "answer" | "the" | "sein");
+    if NEGATIONS.contains(&last_word)
+        || (filler(last_word) && words.next().is_some_and(|w| NEGATIONS.contains(&w)))
+    {
+        return true;
+    }
+    let joined = matches!(last_word, "or" | "nor" | "and") || before.ends_with([',', '/']);
+    if previous_ruled_out && joined {
+        return true;
+    }
+    let after: String = chars[k + 1..chars.len().min(k + 24)].iter().collect();
+    let after = after.trim_start_matches([' ', ')', ']', '*', '"']).to_lowercase();
+    FAILURES
+        .iter()
+        .any(|f| after.starts_with(f) && !after[f.len()..].chars().next().is_some_and(char::is_alphanumeric))
 }
 
 #[cfg(test)]
@@ -315,6 +698,11 @@ mod tests {
         assert_eq!(anchored("The answer is Evelyn.").as_deref(), Some("Evelyn"));
         assert_eq!(anchored("**Final Answer**\n\n$$ 5 $$").as_deref(), Some("5"));
         assert_eq!(anchored("**Final Answer**\n\\[\n\\frac{3}{4}\n\\]").as_deref(), Some(r"\frac{3}{4}"));
+        assert_eq!(anchored("Final Answer: The largest $n$ is $34$.").as_deref(), Some("34"));
+        assert_eq!(anchored("The answer is 12 (check: 3*4 = 12, 5 left).").as_deref(), Some("12"));
+        assert_eq!(anchored("The answer is 12. Note: the answer is not 5.").as_deref(), Some("12"));
+        assert_eq!(anchored("La risposta è 7, credo.").as_deref(), Some("7"));
+        assert_eq!(anchored("The answer is (1, 2) (the center).").as_deref(), Some("(1, 2)"));
     }
 
     #[test]
@@ -354,5 +742,9 @@ mod tests {
         assert_eq!(choice("A good guess: maybe B or C"), None);
         assert_eq!(choice("I think so"), None);
         assert_eq!(choice(r"A and B fail, so $\boxed{\text{(C)}}$"), Some('C'));
+        assert_eq!(choice("so it is not A, therefore B"), Some('B'));
+        assert_eq!(choice("Thus it cannot be A or B but C."), Some('C'));
+        assert_eq!(choice("Also, B holds."), Some('B'));
+        assert_eq!(choice("It is not A. Not C either."), None);
     }
 }

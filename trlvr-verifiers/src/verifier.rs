@@ -3,7 +3,7 @@
 use serde::Serialize;
 use trlvr::verifier::{Reward, Verifier};
 
-use crate::equiv::equivalent_normalized;
+use crate::equiv::matches_reference;
 use crate::extract::{Extraction, Pipeline, boxed, extract};
 use crate::normalize::normalize;
 use crate::text::choice;
@@ -144,7 +144,7 @@ impl MathVerifier {
         let (equal, reason) = match (&gn, &pn) {
             (None, _) => (false, "no reference answer"),
             (_, None) => (false, "no answer found"),
-            (Some(a), Some(b)) if equivalent_normalized(a, b) => (true, "equal"),
+            (Some(a), Some(b)) if matches_reference(a, b) => (true, "equal"),
             _ => (false, "not equal"),
         };
         Verdict { gold: g, pred: p, gold_normalized: gn, pred_normalized: pn, equal, reason }
