@@ -77,9 +77,11 @@ fn quick_demo_writes_a_complete_report() {
             assert!(!values.is_empty() && values.iter().all(|v| v.is_finite()), "{row}");
         }
     }
-    // The claims paragraph is computed: it names how many claims were reproduced.
-    assert!(report.contains("This run reproduces "), "{report}");
-    for statement in ["TRLVR's tax is ", "TRLVR's solo accuracy is ", "TRLVR's junior CE is "] {
+    // The claims paragraph is computed: it names how many claims the intervals show.
+    assert!(report.contains("This run shows "), "{report}");
+    for statement in
+        ["TRLVR's tax is ", "TRLVR's solo accuracy minus GRPO's", "TRLVR's junior CE is ", "KL-Reg at β = "]
+    {
         assert!(report.contains(statement), "missing {statement:?}");
     }
 

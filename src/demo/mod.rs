@@ -197,7 +197,8 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let trlvr_vs_grpo = report::compare(&problems(Arm::Trlvr), &problems(Arm::Grpo), 5)?;
     let klreg_vs_grpo = report::compare(&problems(Arm::KlReg), &problems(Arm::Grpo), 6)?;
-    let verdicts = report::verdicts(&trlvr_vs_grpo, &klreg_vs_grpo);
+    let klreg_vs_trlvr = vec![(rl.beta, report::compare(&problems(Arm::KlReg), &problems(Arm::Trlvr), 7)?)];
+    let verdicts = report::verdicts(&trlvr_vs_grpo, &klreg_vs_trlvr);
     let mut rows = vec![
         ("base".to_string(), Row::of(&eval_base.report, eval_base.shorthand)),
         ("positive control".to_string(), control_row),
@@ -274,6 +275,7 @@ pub fn run(args: &Args) -> Result<()> {
         runs: run_rows,
         trlvr_vs_grpo,
         klreg_vs_grpo,
+        klreg_vs_trlvr: klreg_vs_trlvr.clone(),
         verdicts: &verdicts,
         control,
         settings,
@@ -285,7 +287,10 @@ pub fn run(args: &Args) -> Result<()> {
         "base": eval_base, "positive_control": eval_control, "control_self_paired": eval_self,
         "arms": runs.iter().map(|(arm, seeds)| json!({ "arm": arm, "seeds": seeds })).collect::<Vec<_>>(),
         "table": input.rows.iter().map(|(l, r)| json!({ "model": l, "row": r })).collect::<Vec<_>>(),
-        "comparisons": { "trlvr_vs_grpo": trlvr_vs_grpo, "klreg_vs_grpo": klreg_vs_grpo },
+        "comparisons": {
+            "trlvr_vs_grpo": trlvr_vs_grpo, "klreg_vs_grpo": klreg_vs_grpo,
+            "klreg_vs_trlvr": klreg_vs_trlvr.iter().map(|(beta, c)| json!({ "beta": beta, "difference": c })).collect::<Vec<_>>(),
+        },
         "verdicts": verdicts, "positive_control_passed": control_ok, "wall_s": wall,
     });
     std::fs::write(args.out.join("eval.json"), serde_json::to_string_pretty(&eval_json)?)?;

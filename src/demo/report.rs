@@ -5,13 +5,15 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use trlvr::eval::{Bootstrap, Estimate, ProblemResult, ratio_of_sums};
+use trlvr::eval::{Bootstrap, Estimate, ProblemResult, newcombe, ratio_of_sums};
 
 use super::arms::Arm;
 
-/// How close TRLVR's solo accuracy must stay to GRPO's to count as "within reach"
-/// (points, at the low end of the interval).
-pub const REACH_POINTS: f64 = 5.0;
+/// TRLVR's and GRPO's solo pass@1 count as equivalent (claim 1) when the interval of
+/// their difference lies within ± this many points.
+pub const EQUIVALENCE_POINTS: f64 = 5.0;
+/// A tax counts as near zero (claim 2) when its interval lies below this many points.
+pub const NEAR_ZERO_TAX_POINTS: f64 = 5.0;
 /// The positive control's tax must reach this many points.
 pub const CONTROL_TAX_POINTS: f64 = 10.0;
 /// ... and its junior CE this multiple of the self-paired CE.
@@ -89,6 +91,8 @@ pub struct Comparisons {
     pub junior_ce: Estimate,
     /// Exact KL per token, nats.
     pub drift: Estimate,
+    /// `a`'s own tax, points (the "near zero" of claim 2).
+    pub tax_a: Estimate,
 }
 
 /// `a − b` for each figure, from the per-problem results of each arm's seeds (the same
@@ -125,11 +129,28 @@ pub fn compare(a: &[&[ProblemResult]], b: &[&[ProblemResult]], seed: u64) -> trl
         ratio_of_sums(&num, &den, &pooled)
     };
     let tax = |runs: &[&[ProblemResult]], idx: &[usize]| pass(runs, idx, false) - pass(runs, idx, true);
+    // (successes, trials) pooled over seeds and problems.
+    let counts = |runs: &[&[ProblemResult]], handoff: bool| {
+        runs.iter().flat_map(|r| r.iter()).fold((0.0, 0.0), |(c, n), p| {
+            (c + (if handoff { p.handoff_correct } else { p.solo_correct }) as f64, n + p.n as f64)
+        })
+    };
+    // A percentile bootstrap of identical values (every answer right, say) is a point, not
+    // evidence: Newcombe's score interval of the pooled counts is the least width allowed.
+    let widen = |e: Estimate, (low, high): (f64, f64)| Estimate {
+        value: e.value,
+        low: e.low.min(100.0 * low),
+        high: e.high.max(100.0 * high),
+    };
     Ok(Comparisons {
-        solo: boot.estimate(|s| pass(a, s[0], false) - pass(b, s[0], false)),
+        solo: widen(
+            boot.estimate(|s| pass(a, s[0], false) - pass(b, s[0], false)),
+            newcombe(counts(a, false), counts(b, false)),
+        ),
         tax: boot.estimate(|s| tax(a, s[0]) - tax(b, s[0])),
         junior_ce: boot.estimate(|s| per_token(a, s[0], false) - per_token(b, s[0], false)),
         drift: boot.estimate(|s| per_token(a, s[0], true) - per_token(b, s[0], true)),
+        tax_a: widen(boot.estimate(|s| tax(a, s[0])), newcombe(counts(a, false), counts(a, true))),
     })
 }
 
@@ -144,68 +165,143 @@ fn sign(e: &Estimate) -> &'static str {
     }
 }
 
+/// What the intervals show about a claim: an interval that straddles the claim's threshold
+/// shows nothing either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Every interval the claim needs lies on its side of the threshold.
+    Shown,
+    /// An interval lies wholly on the other side.
+    Contradicted,
+    /// Neither: an interval straddles its threshold.
+    NotShown,
+}
+
+impl Outcome {
+    /// `x < threshold`, read off `x`'s interval.
+    fn below(x: &Estimate, threshold: f64) -> Self {
+        if x.high < threshold {
+            Self::Shown
+        } else if x.low > threshold {
+            Self::Contradicted
+        } else {
+            Self::NotShown
+        }
+    }
+
+    /// `x > threshold`, read off `x`'s interval.
+    fn above(x: &Estimate, threshold: f64) -> Self {
+        if x.low > threshold {
+            Self::Shown
+        } else if x.high < threshold {
+            Self::Contradicted
+        } else {
+            Self::NotShown
+        }
+    }
+
+    /// `|x| < margin`: equivalence, both ends of the interval inside the margin.
+    fn within(x: &Estimate, margin: f64) -> Self {
+        Self::all(&[Self::below(x, margin), Self::above(x, -margin)])
+    }
+
+    /// All of `parts`: contradicted if one is, shown if all are.
+    fn all(parts: &[Self]) -> Self {
+        if parts.contains(&Self::Contradicted) {
+            Self::Contradicted
+        } else if parts.iter().all(|p| *p == Self::Shown) {
+            Self::Shown
+        } else {
+            Self::NotShown
+        }
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            Self::Shown => "shown",
+            Self::Contradicted => "contradicted",
+            Self::NotShown => "not shown",
+        }
+    }
+}
+
 /// The verdicts the report states.
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdicts {
-    /// TRLVR's tax is below GRPO's (interval of the difference below 0).
-    pub trlvr_tax_below_grpo: bool,
-    /// TRLVR's solo pass@1 is at most `REACH_POINTS` below GRPO's (low end).
-    pub trlvr_solo_within_reach: bool,
-    /// TRLVR's junior CE is below GRPO's.
-    pub trlvr_ce_below_grpo: bool,
-    /// TRLVR's drift is below GRPO's.
-    pub trlvr_drift_below_grpo: bool,
-    /// KL-Reg reaches both: tax below GRPO's and solo within reach.
-    pub klreg_combination: bool,
-    /// The four claims of method.md §6, in order: reproduced or not.
-    pub claims: [bool; 4],
+    /// The four claims of method.md §6, in order.
+    pub claims: [Outcome; 4],
+    /// Per KL-Reg β: whether it reaches TRLVR's combination (its tax within
+    /// `NEAR_ZERO_TAX_POINTS` of TRLVR's, its solo no more than `EQUIVALENCE_POINTS` below).
+    pub klreg_reaches: Vec<(f64, Outcome)>,
 }
 
-/// Reads the comparisons.
-pub fn verdicts(trlvr_vs_grpo: &Comparisons, klreg_vs_grpo: &Comparisons) -> Verdicts {
+/// Reads the comparisons: TRLVR − GRPO, and KL-Reg − TRLVR at each β run.
+///
+/// 1. TRLVR ≈ GRPO solo: the difference lies within ±`EQUIVALENCE_POINTS`.
+/// 2. Near-zero tax: TRLVR's tax is below GRPO's and below `NEAR_ZERO_TAX_POINTS`.
+/// 3. Legibility: TRLVR's junior CE and drift are both below GRPO's.
+/// 4. KL-Reg does not reproduce the combination: no β reaches TRLVR's tax at TRLVR's
+///    solo accuracy (contradicted if one does; not shown without a β, or if one cannot
+///    be told apart).
+pub fn verdicts(trlvr_vs_grpo: &Comparisons, klreg_vs_trlvr: &[(f64, Comparisons)]) -> Verdicts {
     let t = trlvr_vs_grpo;
-    let k = klreg_vs_grpo;
-    let trlvr_tax_below_grpo = t.tax.high < 0.0;
-    let trlvr_solo_within_reach = t.solo.low > -REACH_POINTS;
-    let trlvr_ce_below_grpo = t.junior_ce.high < 0.0;
-    let trlvr_drift_below_grpo = t.drift.high < 0.0;
-    let klreg_combination = k.tax.high < 0.0 && k.solo.low > -REACH_POINTS;
+    let klreg_reaches: Vec<(f64, Outcome)> = klreg_vs_trlvr
+        .iter()
+        .map(|(beta, k)| {
+            let reach = Outcome::all(&[
+                Outcome::below(&k.tax, NEAR_ZERO_TAX_POINTS),
+                Outcome::above(&k.solo, -EQUIVALENCE_POINTS),
+            ]);
+            (*beta, reach)
+        })
+        .collect();
+    let reaches: Vec<Outcome> = klreg_reaches.iter().map(|(_, o)| *o).collect();
+    let claim4 = if reaches.contains(&Outcome::Shown) {
+        Outcome::Contradicted
+    } else if !reaches.is_empty() && reaches.iter().all(|o| *o == Outcome::Contradicted) {
+        Outcome::Shown
+    } else {
+        Outcome::NotShown
+    };
     Verdicts {
-        trlvr_tax_below_grpo,
-        trlvr_solo_within_reach,
-        trlvr_ce_below_grpo,
-        trlvr_drift_below_grpo,
-        klreg_combination,
         claims: [
-            trlvr_solo_within_reach,
-            trlvr_tax_below_grpo,
-            trlvr_ce_below_grpo && trlvr_drift_below_grpo,
-            !klreg_combination,
+            Outcome::within(&t.solo, EQUIVALENCE_POINTS),
+            Outcome::all(&[Outcome::below(&t.tax, 0.0), Outcome::below(&t.tax_a, NEAR_ZERO_TAX_POINTS)]),
+            Outcome::all(&[Outcome::below(&t.junior_ce, 0.0), Outcome::below(&t.drift, 0.0)]),
+            claim4,
         ],
+        klreg_reaches,
     }
 }
 
-/// The claims of method.md §6, in order.
+/// The claims of method.md §6, in order, as this report tests them.
 pub const CLAIMS: [&str; 4] = [
-    "TRLVR ≈ GRPO on solo accuracy",
-    "TRLVR ≫ GRPO on handoff accuracy (near-zero tax)",
+    "TRLVR ≈ GRPO on solo accuracy (within ±5 points)",
+    "TRLVR ≫ GRPO on handoff accuracy (tax below GRPO's and below 5 points)",
     "TRLVR's chains are more legible (lower junior CE) and drift less",
-    "KL-Reg does not reproduce the combination",
+    "KL-Reg does not reproduce the combination (no β reaches TRLVR's tax at its solo accuracy)",
 ];
 
-/// The sentence saying which claims this run reproduces and which it does not.
-pub fn claims_sentence(reproduced: [bool; 4]) -> String {
-    let pick = |want: bool| -> Vec<&str> {
-        CLAIMS.iter().zip(reproduced).filter(|&(_, ok)| ok == want).map(|(c, _)| *c).collect()
+/// The sentence saying which claims this run shows, contradicts, or cannot tell.
+pub fn claims_sentence(outcomes: [Outcome; 4]) -> String {
+    let pick = |want: Outcome| -> Vec<&str> {
+        CLAIMS.iter().zip(outcomes).filter(|&(_, o)| o == want).map(|(c, _)| *c).collect()
     };
-    let (yes, no) = (pick(true), pick(false));
-    let mut text = format!("This run reproduces {} of the four claims", yes.len());
-    if !yes.is_empty() {
-        text += &format!(": {}", yes.join("; "));
+    let shown = pick(Outcome::Shown);
+    let mut text = format!("This run shows {} of the four claims", shown.len());
+    if !shown.is_empty() {
+        text += &format!(": {}", shown.join("; "));
     }
     text.push('.');
-    if !no.is_empty() {
-        text += &format!(" It does not reproduce: {}.", no.join("; "));
+    for (outcome, lead) in [
+        (Outcome::Contradicted, "It contradicts"),
+        (Outcome::NotShown, "It cannot tell (an interval straddles the threshold)"),
+    ] {
+        let those = pick(outcome);
+        if !those.is_empty() {
+            text += &format!(" {lead}: {}.", those.join("; "));
+        }
     }
     text + "\n"
 }
@@ -252,6 +348,8 @@ pub struct ReportInput<'a> {
     pub trlvr_vs_grpo: Comparisons,
     /// KL-Reg − GRPO.
     pub klreg_vs_grpo: Comparisons,
+    /// KL-Reg − TRLVR, per β run.
+    pub klreg_vs_trlvr: Vec<(f64, Comparisons)>,
     /// The verdicts.
     pub verdicts: &'a Verdicts,
     /// Whether the positive control passed, and why not.
@@ -305,7 +403,14 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
     );
     md += "## Comparisons (paired bootstrap over problems, seeds pooled; 95% intervals)\n\n";
     md += "| difference | solo pass@1 (points) | tax (points) | junior CE (nats) | drift KL (nats) |\n|---|---:|---:|---:|---:|\n";
-    for (label, c) in [("TRLVR − GRPO", &input.trlvr_vs_grpo), ("KL-Reg − GRPO", &input.klreg_vs_grpo)] {
+    let mut pairs = vec![
+        ("TRLVR − GRPO".to_string(), &input.trlvr_vs_grpo),
+        ("KL-Reg − GRPO".into(), &input.klreg_vs_grpo),
+    ];
+    for (beta, c) in &input.klreg_vs_trlvr {
+        pairs.push((format!("KL-Reg (β = {beta}) − TRLVR"), c));
+    }
+    for (label, c) in pairs {
         let _ = writeln!(
             md,
             "| {label} | {} | {} | {} | {} |",
@@ -319,24 +424,44 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
     let v = input.verdicts;
     let _ = writeln!(
         md,
-        "\n- TRLVR's tax is {} GRPO's ({} points).\n- TRLVR's solo accuracy is {} of GRPO's \
-         (difference {} points; within reach means the low end is above −{REACH_POINTS}).\n- \
-         TRLVR's junior CE is {} GRPO's ({} nats); its drift is {} GRPO's ({} nats).\n- KL-Reg {} \
-         the combination (tax below GRPO's and solo within reach).",
+        "\n- TRLVR's solo accuracy minus GRPO's: {} points; equivalence within ±{EQUIVALENCE_POINTS} \
+         is {} (the interval is widened to Newcombe's score bounds where the bootstrap collapses, \
+         as it does when every answer is right).\n- TRLVR's tax is {} GRPO's ({} points); its own \
+         tax is {} points, near zero (below {NEAR_ZERO_TAX_POINTS}) {}.\n- TRLVR's junior CE is {} \
+         GRPO's ({} nats); its drift is {} GRPO's ({} nats).",
+        show(&t.solo, 1),
+        v.claims[0].word(),
         sign(&t.tax),
         show(&t.tax, 1),
-        if v.trlvr_solo_within_reach { "within reach" } else { "not within reach" },
-        show(&t.solo, 1),
+        show(&t.tax_a, 1),
+        Outcome::below(&t.tax_a, NEAR_ZERO_TAX_POINTS).word(),
         sign(&t.junior_ce),
         show(&t.junior_ce, 3),
         sign(&t.drift),
         show(&t.drift, 3),
-        if v.klreg_combination { "reaches" } else { "does not reach" },
     );
+    for ((beta, reach), (_, k)) in v.klreg_reaches.iter().zip(&input.klreg_vs_trlvr) {
+        let _ = writeln!(
+            md,
+            "- KL-Reg at β = {beta} reaching TRLVR's combination (tax within {NEAR_ZERO_TAX_POINTS} points \
+             of TRLVR's: {}; solo at most {EQUIVALENCE_POINTS} below: {}): {}.",
+            show(&k.tax, 1),
+            show(&k.solo, 1),
+            reach.word()
+        );
+    }
     md += "\n## The paper's claims (method.md §6)\n\n";
     md += &claims_sentence(v.claims);
-    md += "\nEach claim is read off the comparison intervals above, not written in advance; with \
-           few seeds and a small evaluation set, an interval that straddles zero counts as not reproduced.\n";
+    let _ = writeln!(
+        md,
+        "\nEach claim is read off the intervals above, not written in advance: it is shown when \
+         every interval it needs lies on its side of the threshold, contradicted when one lies \
+         wholly on the other side, and otherwise not shown. Claim 4 is judged over {} value{} of β \
+         ({}); it holds only if no β reaches TRLVR's tax at TRLVR's solo accuracy.",
+        v.klreg_reaches.len(),
+        if v.klreg_reaches.len() == 1 { "" } else { "s" },
+        v.klreg_reaches.iter().map(|(b, _)| b.to_string()).collect::<Vec<_>>().join(", "),
+    );
     md += "\n## Runs\n\n| arm | seed | steps | rollout tokens | seconds | solo | tax | junior CE | shorthand (%) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (arm, seeds) in &input.runs {
         for SeedRun { seed, result: r, steps, tokens, seconds } in seeds {
@@ -376,48 +501,79 @@ mod tests {
         Estimate { value, low, high }
     }
 
-    fn comparisons(solo: Estimate, tax: Estimate, ce: Estimate) -> Comparisons {
-        Comparisons { solo, tax, junior_ce: ce, drift: ce }
+    /// TRLVR − GRPO: solo, tax, CE (drift the same), TRLVR's own tax.
+    fn comparisons(solo: Estimate, tax: Estimate, ce: Estimate, tax_a: Estimate) -> Comparisons {
+        Comparisons { solo, tax, junior_ce: ce, drift: ce, tax_a }
+    }
+
+    /// A TRLVR that shows claims 1-3, and a KL-Reg − TRLVR that fails to reach it.
+    fn shown() -> (Comparisons, Comparisons) {
+        let trlvr =
+            comparisons(e(-1.0, -4.0, 2.0), e(-30.0, -40.0, -20.0), e(-2.0, -3.0, -1.0), e(1.0, 0.0, 3.0));
+        let klreg =
+            comparisons(e(-1.0, -3.0, 1.0), e(25.0, 15.0, 35.0), e(2.0, 1.0, 3.0), e(26.0, 16.0, 36.0));
+        (trlvr, klreg)
     }
 
     #[test]
-    fn claims_follow_the_intervals() {
-        // TRLVR: lower tax and CE, solo within reach; KL-Reg: nothing distinguishable.
-        let trlvr = comparisons(e(-1.0, -4.0, 2.0), e(-30.0, -40.0, -20.0), e(-2.0, -3.0, -1.0));
-        let klreg = comparisons(e(0.0, -2.0, 2.0), e(-1.0, -5.0, 3.0), e(0.0, -0.1, 0.1));
-        let v = verdicts(&trlvr, &klreg);
-        assert_eq!(v.claims, [true, true, true, true]);
-        // A tax interval straddling zero is not a reproduction; nor is a solo drop
-        // whose interval reaches past the reach; a KL-Reg that matches TRLVR breaks claim 4.
-        let trlvr = comparisons(e(-8.0, -12.0, -4.0), e(-3.0, -9.0, 2.0), e(-2.0, -3.0, -1.0));
-        let v = verdicts(&trlvr, &trlvr);
-        assert!(!v.trlvr_tax_below_grpo && !v.trlvr_solo_within_reach && v.trlvr_ce_below_grpo);
-        let good = comparisons(e(0.0, -1.0, 1.0), e(-30.0, -40.0, -20.0), e(-2.0, -3.0, -1.0));
-        assert_eq!(verdicts(&good, &good).claims, [true, true, true, false]);
+    fn every_claim_is_shown_only_when_its_intervals_say_so() {
+        use Outcome::{Contradicted, NotShown, Shown};
+        let (trlvr, klreg) = shown();
+        assert_eq!(verdicts(&trlvr, &[(0.05, klreg)]).claims, [Shown; 4]);
+        let with = |t: Comparisons, k: Comparisons| verdicts(&t, &[(0.05, k)]).claims;
+        // Claim 1, equivalence: an end past ±5 is not shown; the whole interval past it contradicts.
+        let c = |solo| with(Comparisons { solo, ..trlvr }, klreg)[0];
+        assert_eq!(
+            [c(e(-3.0, -6.0, 0.0)), c(e(3.0, 0.5, 5.5)), c(e(-9.0, -12.0, -6.0))],
+            [NotShown, NotShown, Contradicted]
+        );
+        // A null difference read off a degenerate interval is still shown only inside the margin.
+        assert_eq!(c(e(0.0, 0.0, 0.0)), Shown);
+        // Claim 2: a tax difference straddling zero is not shown, even with a low own tax;
+        // an own tax reaching past 5 points is not near zero.
+        let c = |tax, tax_a| with(Comparisons { tax, tax_a, ..trlvr }, klreg)[1];
+        assert_eq!(c(e(-3.0, -9.0, 2.0), e(1.0, 0.0, 3.0)), NotShown);
+        assert_eq!(c(e(-30.0, -40.0, -20.0), e(4.0, 2.0, 7.0)), NotShown);
+        assert_eq!(c(e(-30.0, -40.0, -20.0), e(9.0, 6.0, 12.0)), Contradicted);
+        assert_eq!(c(e(3.0, 1.0, 5.0), e(1.0, 0.0, 3.0)), Contradicted);
+        // Claim 3 needs both CE and drift below GRPO's.
+        let c = |junior_ce, drift| with(Comparisons { junior_ce, drift, ..trlvr }, klreg)[2];
+        assert_eq!(c(e(-2.0, -3.0, -1.0), e(-0.1, -0.3, 0.1)), NotShown);
+        assert_eq!(c(e(-2.0, -3.0, -1.0), e(0.3, 0.1, 0.5)), Contradicted);
+        // Claim 4, over the β sweep: one β that reaches TRLVR contradicts it; one that
+        // cannot be told apart leaves it not shown; no β at all shows nothing.
+        let reaching = comparisons(e(0.0, -2.0, 2.0), e(1.0, -1.0, 3.0), e(0.0, -1.0, 1.0), e(1.0, 0.0, 3.0));
+        let unclear = comparisons(e(0.0, -2.0, 2.0), e(4.0, 1.0, 8.0), e(0.0, -1.0, 1.0), e(5.0, 2.0, 9.0));
+        let four = |sweep: &[(f64, Comparisons)]| verdicts(&trlvr, sweep).claims[3];
+        assert_eq!(four(&[(0.01, klreg), (0.1, klreg)]), Shown);
+        assert_eq!(four(&[(0.01, klreg), (0.1, reaching)]), Contradicted);
+        assert_eq!(four(&[(0.01, klreg), (0.1, unclear)]), NotShown);
+        assert_eq!(four(&[]), NotShown);
+        let v = verdicts(&trlvr, &[(0.01, klreg), (0.1, reaching)]);
+        assert_eq!(v.klreg_reaches, [(0.01, Contradicted), (0.1, Shown)]);
     }
 
     #[test]
-    fn the_claims_sentence_lists_each_claim_once() {
-        let all = claims_sentence([true; 4]);
+    fn the_claims_sentence_sorts_each_claim_once() {
+        use Outcome::{Contradicted, NotShown, Shown};
+        let all = claims_sentence([Shown; 4]);
         assert!(
-            all.starts_with("This run reproduces 4 of the four claims: ")
-                && !all.contains("does not reproduce:")
+            all.starts_with("This run shows 4 of the four claims: ") && !all.contains("cannot tell"),
+            "{all}"
         );
-        let none = claims_sentence([false; 4]);
+        let none = claims_sentence([NotShown; 4]);
+        assert!(none.starts_with("This run shows 0 of the four claims. It cannot tell"), "{none}");
+        let some = claims_sentence([Shown, Contradicted, Shown, NotShown]);
         assert!(
-            none.starts_with("This run reproduces 0 of the four claims. It does not reproduce: "),
-            "{none}"
-        );
-        let some = claims_sentence([true, false, true, false]);
-        assert!(
-            some.contains("reproduces 2 of")
-                && some.contains(&format!("It does not reproduce: {}; {}.", CLAIMS[1], CLAIMS[3]))
+            some.contains("shows 2 of")
+                && some.contains(&format!("It contradicts: {}.", CLAIMS[1]))
+                && some.contains(&format!("threshold): {}.", CLAIMS[3])),
+            "{some}"
         );
     }
 
-    #[test]
-    fn paired_comparison_of_identical_runs_is_zero() {
-        let p = |id, solo, handoff| ProblemResult {
+    fn problem(id: usize, solo: usize, handoff: usize) -> ProblemResult {
+        ProblemResult {
             id,
             n: 4,
             solo_correct: solo,
@@ -437,12 +593,17 @@ mod tests {
                 kl_exact: 1.0,
             },
             prompt_hash: None,
-        };
-        let run = vec![p(0, 4, 2), p(1, 2, 2), p(2, 3, 1)];
+        }
+    }
+
+    #[test]
+    fn paired_comparison_of_identical_runs_is_zero() {
+        let run = vec![problem(0, 4, 2), problem(1, 2, 2), problem(2, 3, 1)];
         let c = compare(&[&run], &[&run], 1).unwrap();
-        for est in [c.solo, c.tax, c.junior_ce, c.drift] {
+        for est in [c.tax, c.junior_ce, c.drift] {
             assert_eq!((est.value, est.low, est.high), (0.0, 0.0, 0.0));
         }
+        assert!(c.solo.value == 0.0 && c.solo.low < 0.0 && c.solo.high > 0.0, "{:?}", c.solo);
         // A run that loses every handoff has a tax higher by its handoff accuracy.
         let worse: Vec<ProblemResult> =
             run.iter().map(|r| ProblemResult { handoff_correct: 0, ..r.clone() }).collect();
@@ -452,5 +613,18 @@ mod tests {
             "{:?}",
             c.tax
         );
+    }
+
+    #[test]
+    fn a_bootstrap_of_all_right_answers_is_widened_to_score_bounds() {
+        // Every answer right in both arms: the bootstrap says [0, 0]; twelve samples a side
+        // cannot rule out a difference of several points, and Newcombe's interval says so.
+        let perfect = vec![problem(0, 4, 4), problem(1, 4, 4), problem(2, 4, 4)];
+        let c = compare(&[&perfect], &[&perfect], 1).unwrap();
+        let (low, high) = trlvr::eval::newcombe((12.0, 12.0), (12.0, 12.0));
+        assert_eq!((c.solo.value, c.solo.low, c.solo.high), (0.0, 100.0 * low, 100.0 * high));
+        assert!(c.solo.high > EQUIVALENCE_POINTS, "{:?}: too few samples to show equivalence", c.solo);
+        assert_eq!(Outcome::within(&c.solo, EQUIVALENCE_POINTS), Outcome::NotShown);
+        assert!(c.tax_a.low < 0.0 && c.tax_a.high > 0.0, "{:?}", c.tax_a);
     }
 }

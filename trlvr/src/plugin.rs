@@ -691,7 +691,9 @@ mod tests {
     /// Small shared libraries exporting a declaration, built with the C compiler Rust
     /// links with (a plugin built by cargo is megabytes: slow to mutate).
     fn libraries() -> Vec<Vec<u8>> {
-        let dir = std::env::temp_dir().join(format!("trlvr-plugin-seeds-{}", std::process::id()));
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("trlvr-plugin-seeds-{}-{call}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let sources = [
             ("one", "int TRLVR_PLUGIN_one = 1;"),

@@ -68,7 +68,7 @@ pub use compare::{
 };
 pub use legibility::{Chain, ChainStats};
 pub use report::{Drift, Figures, Legibility, ProblemResult, Report, SetReport, Tax, Throughput};
-pub use stats::{Bootstrap, Estimate, pass_at_k, ratio_of_sums};
+pub use stats::{Bootstrap, Estimate, newcombe, pass_at_k, ratio_of_sums, wilson};
 pub use store::{Mode, ProblemSamples, Sample, SampleStore};
 
 use crate::model::Partner;

@@ -155,6 +155,42 @@ pub fn ratio_of_sums(num: &[f64], den: &[f64], idx: &[usize]) -> f64 {
     if d == 0.0 { f64::NAN } else { n / d }
 }
 
+/// The 95% Wilson score interval of a proportion, `successes` of `trials`: exact enough
+/// at 0% and 100%, where a percentile bootstrap collapses to a point.
+///
+/// ```
+/// let (low, high) = trlvr::eval::wilson(10.0, 10.0);
+/// assert!((low - 0.7225).abs() < 1e-4 && (high - 1.0).abs() < 1e-12);
+/// ```
+pub fn wilson(successes: f64, trials: f64) -> (f64, f64) {
+    if trials <= 0.0 {
+        return (0.0, 1.0);
+    }
+    let z2 = Z95 * Z95;
+    let p = successes / trials;
+    let centre = (p + z2 / (2.0 * trials)) / (1.0 + z2 / trials);
+    let half = Z95 / (1.0 + z2 / trials) * (p * (1.0 - p) / trials + z2 / (4.0 * trials * trials)).sqrt();
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+/// Newcombe's hybrid score interval (his method 10) of the difference of two proportions
+/// `a − b`, each given as (successes, trials), from their [`wilson`] intervals.
+///
+/// ```
+/// // Newcombe (1998), Statistics in Medicine 17: 56/70 − 48/80 = 0.200 [0.0524, 0.3339].
+/// let (low, high) = trlvr::eval::newcombe((56.0, 70.0), (48.0, 80.0));
+/// assert!((low - 0.0524).abs() < 1e-4 && (high - 0.3339).abs() < 1e-4);
+/// ```
+pub fn newcombe(a: (f64, f64), b: (f64, f64)) -> (f64, f64) {
+    let (pa, pb) = (a.0 / a.1.max(1.0), b.0 / b.1.max(1.0));
+    let ((la, ua), (lb, ub)) = (wilson(a.0, a.1), wilson(b.0, b.1));
+    let d = pa - pb;
+    (d - ((pa - la).powi(2) + (ub - pb).powi(2)).sqrt(), d + ((ua - pa).powi(2) + (pb - lb).powi(2)).sqrt())
+}
+
+/// The normal quantile of a two-sided 95% interval.
+const Z95: f64 = 1.959_963_984_540_054;
+
 #[cfg(test)]
 mod tests {
     use super::*;
