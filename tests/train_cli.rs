@@ -552,12 +552,9 @@ fn the_shipped_grpo_recipe_raises_a_small_models_reward() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A checkpoint damaged after it was written (a flipped byte) is named at `--resume`, set
-/// aside, and the run goes on from the one before to the same end as a run never damaged;
-/// a checkpoint a crash left renamed aside mid-save is put back.
-#[test]
-fn a_damaged_last_checkpoint_is_named_and_the_run_resumes_from_the_one_before() {
-    let dir = temp("damaged");
+/// Two identical three-step GRPO runs of the tiny model: (folder, "whole", "split").
+fn two_finished_runs(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let dir = temp(name);
     let model = tiny_model(&dir);
     let config = recipe(&dir, &model, "grpo", 3);
     let (whole, split) = (dir.join("whole"), dir.join("split"));
@@ -566,6 +563,22 @@ fn a_damaged_last_checkpoint_is_named_and_the_run_resumes_from_the_one_before() 
             trlvr(&["train", "--config", config.to_str().unwrap(), "--out", run.to_str().unwrap()]);
         assert_eq!(code, 0, "{text}");
     }
+    (dir, whole, split)
+}
+
+/// The same metrics and final weights.
+fn same_end(whole: &Path, split: &Path) {
+    assert_eq!(timeless(&whole.join("metrics.jsonl")), timeless(&split.join("metrics.jsonl")));
+    let hf = |run: &Path| std::fs::read(run.join("checkpoints/step-000003/model.safetensors")).unwrap();
+    assert!(hf(whole) == hf(split), "final weights differ");
+}
+
+/// A checkpoint damaged after it was written (a flipped byte) is named at `--resume`, set
+/// aside, and the run goes on from the one before to the same end as a run never damaged;
+/// a checkpoint a crash left renamed aside mid-save is put back.
+#[test]
+fn a_damaged_last_checkpoint_is_named_and_the_run_resumes_from_the_one_before() {
+    let (dir, whole, split) = two_finished_runs("damaged");
     let last = split.join("checkpoints/step-000003");
     let weights = last.join("senior.bpk");
     let mut bytes = std::fs::read(&weights).unwrap();
@@ -577,9 +590,7 @@ fn a_damaged_last_checkpoint_is_named_and_the_run_resumes_from_the_one_before() 
     assert!(text.contains("step-000003/senior.bpk") && text.contains("damaged"), "{text}");
     assert!(text.contains("from step 2"), "{text}");
     assert!(split.join("checkpoints/step-000003.damaged").exists());
-    assert_eq!(timeless(&whole.join("metrics.jsonl")), timeless(&split.join("metrics.jsonl")));
-    let hf = |run: &Path| std::fs::read(run.join("checkpoints/step-000003/model.safetensors")).unwrap();
-    assert!(hf(&whole) == hf(&split), "final weights differ");
+    same_end(&whole, &split);
     // A crash between the renames of a save: the checkpoint aside comes back.
     std::fs::rename(&last, split.join("checkpoints/step-000003.old")).unwrap();
     let (code, text) = trlvr(&["train", "--resume", split.to_str().unwrap()]);
@@ -595,15 +606,7 @@ fn a_damaged_last_checkpoint_is_named_and_the_run_resumes_from_the_one_before() 
 #[cfg(unix)]
 #[test]
 fn a_disk_full_during_a_save_keeps_the_previous_checkpoint() {
-    let dir = temp("disk-full");
-    let model = tiny_model(&dir);
-    let config = recipe(&dir, &model, "grpo", 3);
-    let (whole, split) = (dir.join("whole"), dir.join("split"));
-    for run in [&whole, &split] {
-        let (code, text) =
-            trlvr(&["train", "--config", config.to_str().unwrap(), "--out", run.to_str().unwrap()]);
-        assert_eq!(code, 0, "{text}");
-    }
+    let (dir, whole, split) = two_finished_runs("disk-full");
     // The run as it stood when step 3's save began.
     std::fs::remove_dir_all(split.join("checkpoints/step-000003")).unwrap();
     let weights = std::fs::metadata(split.join("checkpoints/step-000002/senior.bpk")).unwrap().len();
@@ -622,8 +625,6 @@ fn a_disk_full_during_a_save_keeps_the_previous_checkpoint() {
     let (code, text) = trlvr(&["train", "--resume", split.to_str().unwrap()]);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("from step 2"), "{text}");
-    assert_eq!(timeless(&whole.join("metrics.jsonl")), timeless(&split.join("metrics.jsonl")));
-    let hf = |run: &Path| std::fs::read(run.join("checkpoints/step-000003/model.safetensors")).unwrap();
-    assert!(hf(&whole) == hf(&split), "final weights differ");
+    same_end(&whole, &split);
     let _ = std::fs::remove_dir_all(&dir);
 }

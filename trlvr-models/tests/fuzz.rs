@@ -9,29 +9,13 @@ use std::path::{Path, PathBuf};
 
 use common::gguf::fixture_as_gguf;
 use common::{device, fixture};
-use trlvr::testing::fuzz::{AllocationGuard, Target, fuzz};
+use trlvr::testing::fuzz::{AllocationGuard, Target, fuzz, names, scratch};
 use trlvr::vocab::TokenClasses;
 use trlvr_models::gguf::GgufFile;
 use trlvr_models::{ChatTokenizer, load_hf_dir};
 
 #[global_allocator]
 static GUARD: AllocationGuard = AllocationGuard;
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("trlvr-fuzz-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// An error must say which file (or folder) it is about.
-fn names(error: &impl std::fmt::Display, path: &Path) -> Result<(), String> {
-    let message = error.to_string();
-    if message.contains(&*path.to_string_lossy()) {
-        Ok(())
-    } else {
-        Err(format!("the error does not name {}: {message}", path.display()))
-    }
-}
 
 /// A tokenizer read from a file must encode, decode and classify its vocabulary.
 fn use_tokenizer(tokenizer: &tokenizers::Tokenizer) {

@@ -7,27 +7,10 @@ use std::path::{Path, PathBuf};
 use trlvr::data::{DataSpec, Dataset, Layout};
 use trlvr::eval::{Mode, ProblemSamples, Sample, SampleStore};
 use trlvr::schedule::Finish;
-use trlvr::testing::fuzz::{AllocationGuard, Target, fuzz};
+use trlvr::testing::fuzz::{AllocationGuard, Target, fuzz, names, scratch};
 
 #[global_allocator]
 static GUARD: AllocationGuard = AllocationGuard;
-
-/// A fresh folder for one target's scratch files.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("trlvr-fuzz-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// An error must say which file it is about.
-fn names(error: &impl std::fmt::Display, path: &Path) -> Result<(), String> {
-    let message = error.to_string();
-    if message.contains(&*path.to_string_lossy()) {
-        Ok(())
-    } else {
-        Err(format!("the error does not name {}: {message}", path.display()))
-    }
-}
 
 /// The first `n` lines of a data file of the repository.
 fn head(path: &str, n: usize) -> Vec<u8> {

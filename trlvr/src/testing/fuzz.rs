@@ -545,6 +545,29 @@ fn spawn_watchdog(name: &str, hang: Duration, current: Arc<Mutex<(Instant, Vec<u
     Watchdog { stop }
 }
 
+/// `Ok` when `error`'s message names `path`: what every target asks of an error.
+///
+/// # Errors
+/// The message, when it does not name the file.
+pub fn names(error: &impl std::fmt::Display, path: &std::path::Path) -> Result<(), String> {
+    let message = error.to_string();
+    if message.contains(&*path.to_string_lossy()) {
+        Ok(())
+    } else {
+        Err(format!("the error does not name {}: {message}", path.display()))
+    }
+}
+
+/// A folder for one target's scratch files, under the temporary directory.
+///
+/// # Panics
+/// If it cannot be created.
+pub fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("trlvr-fuzz-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir
+}
+
 /// The files under `dir` whose names end in `suffix`, read, sorted by name: a seed corpus.
 ///
 /// # Panics
