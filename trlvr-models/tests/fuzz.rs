@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use common::gguf::fixture_as_gguf;
 use common::{device, fixture};

@@ -2,7 +2,7 @@
 //! evaluation sample stores. Each input is written to a file and read back through the
 //! public API: it must load or fail with an error that names the file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use trlvr::data::{DataSpec, Dataset, Layout};
 use trlvr::eval::{Mode, ProblemSamples, Sample, SampleStore};
