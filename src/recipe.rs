@@ -478,6 +478,9 @@ mod tests {
         let path = write("klreg", &BASE.replace("trlvr", "kl-reg"));
         let recipe = Recipe::load(&path, &[]).unwrap();
         assert_eq!(recipe.objective().json().unwrap()["beta"], 0.001);
+        let plus =
+            Recipe::load(&path, &["objective.name=junior-kl".into(), "objective.kl=k3+".into()]).unwrap();
+        assert_eq!(plus.objective().json().unwrap()["kl"], "k3+");
         let err = Recipe::load(&path, &["schedule.name=word".into()]).unwrap_err().to_string();
         assert!(err.contains("solo rollouts"), "{err}");
         assert!(err.contains(&*path.to_string_lossy()), "the recipe is named: {err}");

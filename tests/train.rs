@@ -169,6 +169,10 @@ fn each_arm_trains_and_only_the_senior_moves() {
             _ => assert!(m.iter().all(|m| m.senior_share == 1.0), "{arm}"),
         }
         assert_eq!(m[0].kl.is_some(), arm == "kl-reg", "{arm}");
+        // The objective's own metrics reach metrics.jsonl: junior-KL's share of clamped tokens.
+        let clamped = m[0].objective.get("junior_kl_clamped");
+        assert_eq!(clamped.is_some(), arm == "kl-reg", "{arm}: {:?}", m[0].objective);
+        assert!(clamped.is_none_or(|c| (0.0..=1.0).contains(c)), "{arm}: {clamped:?}");
         assert!(std::fs::read_to_string(run.samples_path()).unwrap().contains("[S]"), "{arm}");
         assert_ne!(params(trainer.senior()), senior_before, "{arm}: the senior moved");
         assert_eq!(params(&junior), junior_before, "{arm}: the junior is bit-identical");

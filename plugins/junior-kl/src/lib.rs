@@ -4,7 +4,11 @@
 //!
 //! It tests whether merely staying near the junior explains TRLVR's effect. Link the
 //! crate and it registers itself as the objective `junior-kl` (config
-//! `{"beta": 0.001, "grpo": {...}}`). The trainer
+//! `{"beta": 0.001, "kl": "k3", "grpo": {...}}`). `kl` is the estimator: `"k3"`, the
+//! paper's (clamped at 10 nats per token, so tokens the junior finds far less likely than
+//! the senior give no gradient), or `"k3+"` (the same value, k2's gradient, which does
+//! not vanish there); the metric `junior_kl_clamped` is the fraction of tokens at the
+//! clamp. The trainer
 //! fills [`ObjectiveBatch::ref_log_probs`] with the junior's log-probs because
 //! [`Objective::needs_reference`] says so.
 //!
@@ -19,7 +23,9 @@
 #![warn(missing_docs)]
 
 use serde::Deserialize;
-use trlvr::objective::{Aggregation, KlEstimator, ObjectiveOutput, aggregate, host, kl_per_token};
+use trlvr::objective::{
+    Aggregation, KlEstimator, ObjectiveOutput, aggregate, host, k3_clamped_fraction, kl_per_token,
+};
 use trlvr::plugin::{Factory, Registration};
 use trlvr::prelude::*;
 
@@ -33,24 +39,25 @@ trlvr::export_plugin!();
 /// the default.
 pub const DEFAULT_BETA: f64 = 0.001;
 
-/// The plugin's JSON config: `{"beta": 0.001, "grpo": {...}}`.
+/// The plugin's JSON config: `{"beta": 0.001, "kl": "k3", "grpo": {...}}`.
 #[derive(Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct Config {
     beta: f64,
+    kl: KlEstimator,
     grpo: GrpoConfig,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self { beta: DEFAULT_BETA, grpo: GrpoConfig::default() }
+        Self { beta: DEFAULT_BETA, kl: KlEstimator::K3, grpo: GrpoConfig::default() }
     }
 }
 
 trlvr::inventory::submit! {
     Registration {
         name: "junior-kl",
-        about: "GRPO + beta * token-mean k3 KL(pi_theta || pi_junior) (method.md 4)",
+        about: "GRPO + beta * token-mean k3 (or k3+) KL(pi_theta || pi_junior) (method.md 4)",
         crate_name: env!("CARGO_PKG_NAME"),
         version: env!("CARGO_PKG_VERSION"),
         factory: Factory::Objective(|value| {
@@ -59,16 +66,17 @@ trlvr::inventory::submit! {
             } else {
                 serde_json::from_value(value.clone()).map_err(|e| Error::Config(e.to_string()))?
             };
-            Ok(Box::new(JuniorKl::new(config.grpo, config.beta)?))
+            Ok(Box::new(JuniorKl::new(config.grpo, config.beta)?.with_estimator(config.kl)))
         }),
     }
 }
 
-/// GRPO plus a k3 KL penalty toward the junior.
+/// GRPO plus a KL penalty toward the junior (k3 unless told otherwise).
 #[derive(Debug, Clone)]
 pub struct JuniorKl {
     pg: Grpo,
     beta: f64,
+    estimator: KlEstimator,
 }
 
 impl JuniorKl {
@@ -83,12 +91,24 @@ impl JuniorKl {
         if pg.kl.is_some() {
             return Err(Error::Config("junior-KL adds its own KL term: leave GrpoConfig::kl empty".into()));
         }
-        Ok(Self { pg: Grpo::new(pg)?, beta })
+        Ok(Self { pg: Grpo::new(pg)?, beta, estimator: KlEstimator::K3 })
+    }
+
+    /// The same with another KL estimator (`K3Plus`: k3's value, a gradient past the clamp).
+    #[must_use]
+    pub fn with_estimator(mut self, estimator: KlEstimator) -> Self {
+        self.estimator = estimator;
+        self
     }
 
     /// β.
     pub fn beta(&self) -> f64 {
         self.beta
+    }
+
+    /// The KL estimator.
+    pub fn estimator(&self) -> KlEstimator {
+        self.estimator
     }
 }
 
@@ -107,7 +127,9 @@ impl Objective for JuniorKl {
             .clone()
             .ok_or_else(|| Error::Config("junior-KL needs the junior's log-probs in ref_log_probs".into()))?;
         let mut out = self.pg.loss(batch)?;
-        let per_token = kl_per_token(batch.log_probs.clone(), junior, &batch.loss_mask, KlEstimator::K3);
+        let clamped = k3_clamped_fraction(batch.log_probs.clone(), junior.clone(), &batch.loss_mask)?;
+        out.metrics.insert("junior_kl_clamped".into(), clamped);
+        let per_token = kl_per_token(batch.log_probs.clone(), junior, &batch.loss_mask, self.estimator);
         // The metric is this batch's own token mean (zero off the mask), like GRPO's `kl`:
         // the trainer weights it by `senior_tokens` across micro-batches.
         let tokens = out.metrics.get("senior_tokens").copied().unwrap_or(0.0);

@@ -138,3 +138,48 @@ fn matches_the_pytorch_reference() {
         }
     }
 }
+
+/// Where the junior finds a senior token far less likely (δ = −14, k3 ≈ 13 > its clamp of
+/// 10), the paper's k3 gives no gradient at all; `k3+` logs the same value and pushes
+/// with k2's gradient, −δ per token; the metric counts the tokens at the clamp.
+#[test]
+fn k3_plus_keeps_the_gradient_the_clamp_removes() {
+    let lp = [-0.1f32, -0.2, -0.3, -0.05];
+    let case = RolloutCase {
+        prompt_lengths: vec![0, 0],
+        owners: vec![vec![Owner::Senior, Owner::Senior], vec![Owner::Senior, Owner::Junior]],
+        width: 2,
+        log_probs: lp.to_vec(),
+        old_log_probs: lp.to_vec(),
+        // Three senior tokens far below, one (row 0, position 1) close to the senior.
+        ref_log_probs: vec![lp[0] - 14.0, lp[1] - 0.5, lp[2] - 14.0, lp[3] - 14.0],
+        advantages: vec![0.0, 0.0],
+    };
+    let device = Device::default();
+    let k3 = JuniorKl::new(GrpoConfig::default(), 1.0).unwrap();
+    let k3_plus = k3.clone().with_estimator(KlEstimator::K3Plus);
+    let (loss, grad) = loss_and_grad(&k3, &case, &device).unwrap();
+    let (loss_plus, grad_plus) = loss_and_grad(&k3_plus, &case, &device).unwrap();
+    assert_eq!(loss, loss_plus, "the same value");
+    // Token mean over the three senior tokens: d/dlogπ of k3 is 1 − exp(δ) where unclamped.
+    let mean = |g: f32| g / 3.0;
+    assert_eq!([grad[0], grad[2]], [0.0, 0.0], "k3 is flat at its clamp");
+    assert!((grad[1] - mean(1.0 - (-0.5f32).exp())).abs() < 1e-6, "{grad:?}");
+    // k2's gradient: −δ.
+    let want = [mean(14.0), mean(0.5), mean(14.0), 0.0];
+    for (g, w) in grad_plus.iter().zip(want) {
+        assert!((g - w).abs() < 1e-5, "{grad_plus:?} vs {want:?}");
+    }
+    let (batch, _) = case.batch(&device);
+    let metrics = k3.loss(&batch).unwrap().metrics;
+    assert!((metrics["junior_kl_clamped"] - 2.0 / 3.0).abs() < 1e-9, "{metrics:?}");
+}
+
+#[test]
+fn the_estimator_is_read_from_the_config() {
+    let registry = trlvr::plugin::Registry::with_linked();
+    let objective = registry.objective("junior-kl", &serde_json::json!({"beta": 0.1, "kl": "k3+"}));
+    assert!(objective.is_ok(), "{:?}", objective.err());
+    let err = registry.objective("junior-kl", &serde_json::json!({"kl": "k4"})).unwrap_err().to_string();
+    assert!(err.contains("k4") && err.contains("k3+"), "{err}");
+}

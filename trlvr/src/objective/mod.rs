@@ -159,6 +159,26 @@ pub enum KlEstimator {
     K2,
     /// exp(δ) − δ − 1, clamped to ±10 ("low-var KL").
     K3,
+    /// k3's value (clamped as [`KlEstimator::K3`]) with k2's gradient (−δ per token with
+    /// respect to log π_θ): the paper's penalty in the logs, and a gradient that does not
+    /// vanish where the clamp bites, on tokens the reference finds far less likely than
+    /// the policy (exp(δ) − δ − 1 > 10 once δ < −11).
+    #[serde(rename = "k3+")]
+    K3Plus,
+}
+
+/// The fraction of the masked tokens whose k3 reaches its clamp (10 nats), where
+/// [`KlEstimator::K3`] stops growing and gives no gradient.
+///
+/// # Errors
+/// As [`host`].
+pub fn k3_clamped_fraction(log_probs: Tensor<2>, ref_log_probs: Tensor<2>, mask: &LossMask) -> Result<f64> {
+    let delta = (masked(ref_log_probs, mask) - masked(log_probs, mask)).clamp(-20.0, 20.0).detach();
+    let raw = delta.clone().exp() - delta - 1.0;
+    let clamped = raw.greater_equal_elem(10.0).bool_and(mask.tensor().clone());
+    let tokens = f64::from(host(mask.tensor().clone().int().sum().float())?[0]);
+    let at_clamp = f64::from(host(clamped.int().sum().float())?[0]);
+    Ok(if tokens > 0.0 { at_clamp / tokens } else { 0.0 })
 }
 
 /// Zero outside the loss mask. Use it on every input before `exp` or any other op that
@@ -201,6 +221,11 @@ pub fn kl_per_token(
         KlEstimator::K1 => -delta,
         KlEstimator::K2 => delta.square() * 0.5,
         KlEstimator::K3 => (delta.clone().exp() - delta - 1.0).clamp(-10.0, 10.0),
+        KlEstimator::K3Plus => {
+            let k3 = (delta.clone().exp() - delta.clone() - 1.0).clamp(-10.0, 10.0).detach();
+            let k2 = delta.square() * 0.5;
+            k3 + k2.clone() - k2.detach()
+        }
     }
 }
 

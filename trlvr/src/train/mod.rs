@@ -209,6 +209,10 @@ pub struct StepMetrics {
     pub dual_clip_frac: f64,
     /// Mean KL estimate, when the objective has one (`kl` or `junior_kl`).
     pub kl: Option<f64>,
+    /// The objective's other metrics, token means (`junior_kl_clamped`, say: the fraction
+    /// of tokens at k3's clamp).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub objective: std::collections::BTreeMap<String, f64>,
     /// Global gradient norm before clipping (mean over the updates made).
     pub grad_norm: f64,
     /// Mini-batches in which no row carried loss: AdamW stepped on a zero gradient (or,
@@ -481,6 +485,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
             clip_frac: report.clip_frac,
             dual_clip_frac: report.dual_clip_frac,
             kl: report.kl,
+            objective: report.extra,
             grad_norm: report.grad_norm,
             empty_updates: report.empty,
             skipped_updates: report.skipped,

@@ -42,6 +42,7 @@ pub(super) struct Report {
     pub clip_frac: f64,
     pub dual_clip_frac: f64,
     pub kl: Option<f64>,
+    pub extra: std::collections::BTreeMap<String, f64>,
     pub grad_norm: f64,
     pub skipped: usize,
     pub empty: usize,
@@ -143,6 +144,12 @@ pub(super) fn run<P: Policy>(
     report.clip_frac = totals.get("clip_frac").copied().unwrap_or(0.0) / tokens;
     report.dual_clip_frac = totals.get("dual_clip_frac").copied().unwrap_or(0.0) / tokens;
     report.kl = totals.get("kl").or_else(|| totals.get("junior_kl")).map(|k| k / tokens);
+    const NAMED: [&str; 6] = ["loss", "senior_tokens", "clip_frac", "dual_clip_frac", "kl", "junior_kl"];
+    report.extra = totals
+        .iter()
+        .filter(|(k, _)| !NAMED.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v / tokens))
+        .collect();
     report.time_update = start.elapsed().as_secs_f64() - time_old;
     Ok((senior, report))
 }
