@@ -49,6 +49,7 @@ fn quick_demo_writes_a_complete_report() {
         "## Table",
         "## Positive control",
         "## Comparisons",
+        "## KL-Reg's frontier",
         "## The paper's claims",
         "## Runs",
         "## Over training",
@@ -77,11 +78,36 @@ fn quick_demo_writes_a_complete_report() {
             assert!(!values.is_empty() && values.iter().all(|v| v.is_finite()), "{row}");
         }
     }
+    // The frontier: the KL-Reg arm, then each β of the quick sweep (0.05, 1) with k3 and k3+,
+    // each with its share of tokens at k3's clamp and a verdict.
+    let frontier: Vec<&str> = report
+        .lines()
+        .skip_while(|l| !l.starts_with("| KL-Reg | seeds |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    assert_eq!(frontier.len(), 5, "{report}");
+    for (row, setting) in frontier.iter().zip([
+        "k3 (the arm above)",
+        "β = 0.05, k3",
+        "β = 1, k3",
+        "β = 0.05, k3+",
+        "β = 1, k3+",
+    ]) {
+        assert!(row.contains(setting), "{row}");
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let clamped: f64 = cells[7].parse().unwrap_or_else(|_| panic!("clamped share in {row}"));
+        assert!((0.0..=100.0).contains(&clamped), "{row}");
+        assert!(["yes", "no", "cannot tell"].contains(&cells[10]), "{row}");
+    }
     // The claims paragraph is computed: it names how many claims the intervals show.
     assert!(report.contains("This run shows "), "{report}");
-    for statement in
-        ["TRLVR's tax is ", "TRLVR's solo accuracy minus GRPO's", "TRLVR's junior CE is ", "KL-Reg at β = "]
-    {
+    for statement in [
+        "TRLVR's tax is ",
+        "TRLVR's solo accuracy minus GRPO's",
+        "TRLVR's junior CE is ",
+        "Claim 4 is judged over the 5 KL-Reg",
+    ] {
         assert!(report.contains(statement), "missing {statement:?}");
     }
 

@@ -55,6 +55,8 @@ pub struct RlSettings {
     pub lr: f64,
     /// β of KL-Reg.
     pub beta: f64,
+    /// KL-Reg's frontier: one seed at each of these β, with each estimator (k3, k3+).
+    pub sweep_betas: Vec<f64>,
     /// Probe the senior every this many steps.
     pub probe_every: usize,
     /// Problems of the probe.
@@ -143,11 +145,12 @@ pub struct Trained {
 }
 
 /// Trains `arm` from `base` with seed `seed` into `dir` (metrics.jsonl, a checkpoint and
-/// the senior in the Hugging Face layout under `model/`).
+/// the senior in the Hugging Face layout under `model/`); `kl` is KL-Reg's objective.
 #[allow(clippy::too_many_arguments)]
 pub fn train(
     ctx: &Context<'_>,
     arm: Arm,
+    kl: &JuniorKl,
     seed: u64,
     base: &Decoder,
     base_config: &ModelConfig,
@@ -175,13 +178,12 @@ pub fn train(
         ..TrainConfig::default()
     };
     let grpo = Grpo::new(GrpoConfig::default())?;
-    let kl = JuniorKl::new(GrpoConfig::default(), rl.beta)?;
     let solo = Solo::senior();
     let word = WordBoundary::new(0.5, 32)?;
     let (schedule, objective): (&dyn HandoffSchedule, &dyn Objective) = match arm {
         Arm::Grpo => (&solo, &grpo),
         Arm::Trlvr => (&word, &grpo),
-        Arm::KlReg => (&solo, &kl),
+        Arm::KlReg => (&solo, kl),
     };
     let train_task = Task {
         train: &ctx.train,
@@ -253,4 +255,16 @@ fn probe_line(
             "shorthand": probe.shorthand,
         }
     })
+}
+
+/// The mean over training steps of the share of senior tokens at k3's clamp, from a run's
+/// metrics (KL-Reg runs only).
+pub fn clamped_share(dir: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(dir.join("metrics.jsonl")).ok()?;
+    let shares: Vec<f64> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["train"]["objective"]["junior_kl_clamped"].as_f64())
+        .collect();
+    (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64)
 }

@@ -23,10 +23,12 @@ use serde_json::json;
 use trlvr::demo::SumTask;
 use trlvr::device::parse_device;
 use trlvr::eval::ProblemResult;
+use trlvr::objective::{GrpoConfig, KlEstimator};
 use trlvr::train::Example;
+use trlvr_junior_kl::JuniorKl;
 
 use arms::{Arm, Context, Evaluated, RlSettings};
-use report::{ArmRuns, CONTROL_CE_RATIO, CONTROL_TAX_POINTS, ReportInput, Row, SeedRun};
+use report::{ArmRuns, CONTROL_CE_RATIO, CONTROL_TAX_POINTS, FrontierPoint, ReportInput, Row, SeedRun};
 
 /// Arguments of `trlvr demo`.
 #[derive(Debug, clap::Args)]
@@ -59,6 +61,7 @@ fn rl_settings(quick: bool) -> RlSettings {
             group_size: 8,
             lr: 2e-4,
             beta: 0.05,
+            sweep_betas: vec![0.05, 1.0],
             probe_every: 5,
             probe_problems: 16,
             eval_problems: 48,
@@ -71,6 +74,7 @@ fn rl_settings(quick: bool) -> RlSettings {
             group_size: 8,
             lr: 1e-4,
             beta: 0.05,
+            sweep_betas: vec![0.01, 0.1, 1.0, 10.0],
             probe_every: 20,
             probe_problems: 32,
             eval_problems: 128,
@@ -150,6 +154,7 @@ pub fn run(args: &Args) -> Result<()> {
     let after_controls = started.elapsed().as_secs_f64();
 
     // 4. The arms.
+    let kl_reg = JuniorKl::new(GrpoConfig::default(), rl.beta)?;
     let mut runs: ArmRuns<Evaluated> = Vec::new();
     for arm in Arm::ALL {
         let mut seeds = Vec::new();
@@ -158,6 +163,7 @@ pub fn run(args: &Args) -> Result<()> {
             let trained = arms::train(
                 &ctx,
                 arm,
+                &kl_reg,
                 seed,
                 &models.base,
                 &models.base_config,
@@ -188,6 +194,38 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let after_arms = started.elapsed().as_secs_f64();
 
+    // 4b. KL-Reg's frontier: one seed at each β of the sweep, with each estimator.
+    let frontier_seed = args.seeds[0];
+    let mut sweep = Vec::new();
+    for (estimator, label) in [(KlEstimator::K3, "k3"), (KlEstimator::K3Plus, "k3+")] {
+        for &beta in &rl.sweep_betas {
+            let name = format!("kl-reg-{}-beta{beta}-seed{frontier_seed}", label.replace('+', "plus"));
+            let dir = args.out.join("arms").join(name);
+            let objective = JuniorKl::new(GrpoConfig::default(), beta)?.with_estimator(estimator);
+            let trained = arms::train(
+                &ctx,
+                Arm::KlReg,
+                &objective,
+                frontier_seed,
+                &models.base,
+                &models.base_config,
+                &models.junior,
+                &dir,
+                &mut log,
+            )?;
+            let evaluated = arms::evaluate(&ctx, &trained.senior, &models.junior, &ctx.eval, rl.eval_n)?;
+            std::fs::write(dir.join("eval.json"), serde_json::to_string_pretty(&evaluated)?)?;
+            log(format!(
+                "kl-reg β {beta} {label}: solo {:.1}%, tax {:.1}, shorthand {:.0}%",
+                evaluated.report.macro_figures.solo[0].estimate.value,
+                evaluated.report.macro_figures.tax.points.value,
+                100.0 * evaluated.shorthand
+            ));
+            sweep.push((format!("β = {beta}, {label}"), evaluated, arms::clamped_share(&dir)));
+        }
+    }
+    let after_frontier = started.elapsed().as_secs_f64();
+
     // 5. Comparisons, verdicts, report.
     let problems = |arm: Arm| -> Vec<&[ProblemResult]> {
         runs.iter()
@@ -197,8 +235,38 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let trlvr_vs_grpo = report::compare(&problems(Arm::Trlvr), &problems(Arm::Grpo), 5)?;
     let klreg_vs_grpo = report::compare(&problems(Arm::KlReg), &problems(Arm::Grpo), 6)?;
-    let klreg_vs_trlvr = vec![(rl.beta, report::compare(&problems(Arm::KlReg), &problems(Arm::Trlvr), 7)?)];
-    let verdicts = report::verdicts(&trlvr_vs_grpo, &klreg_vs_trlvr);
+    let arm_dirs = |arm: Arm| args.seeds.iter().map(move |seed| format!("{}-seed{seed}", arm.name()));
+    let clamped: Vec<f64> =
+        arm_dirs(Arm::KlReg).filter_map(|d| arms::clamped_share(&args.out.join("arms").join(d))).collect();
+    let mut frontier = vec![FrontierPoint {
+        setting: format!("β = {}, k3 (the arm above)", rl.beta),
+        seeds: args.seeds.len(),
+        row: Row::over_seeds(
+            &runs
+                .iter()
+                .filter(|(a, _)| *a == Arm::KlReg)
+                .flat_map(|(_, s)| s.iter().map(|r| Row::of(&r.result.report, r.result.shorthand)))
+                .collect::<Vec<_>>(),
+        ),
+        clamped: (!clamped.is_empty()).then(|| clamped.iter().sum::<f64>() / clamped.len() as f64),
+        vs_trlvr: report::compare(&problems(Arm::KlReg), &problems(Arm::Trlvr), 7)?,
+    }];
+    for (i, (setting, evaluated, clamped)) in sweep.iter().enumerate() {
+        frontier.push(FrontierPoint {
+            setting: setting.clone(),
+            seeds: 1,
+            row: Row::of(&evaluated.report, evaluated.shorthand),
+            clamped: *clamped,
+            vs_trlvr: report::compare(
+                &[evaluated.report.sets[0].problems.as_slice()],
+                &problems(Arm::Trlvr),
+                8 + i as u64,
+            )?,
+        });
+    }
+    let settings_vs_trlvr: Vec<(String, report::Comparisons)> =
+        frontier.iter().map(|p| (p.setting.clone(), p.vs_trlvr)).collect();
+    let verdicts = report::verdicts(&trlvr_vs_grpo, &settings_vs_trlvr);
     let mut rows = vec![
         ("base".to_string(), Row::of(&eval_base.report, eval_base.shorthand)),
         ("positive control".to_string(), control_row),
@@ -248,6 +316,11 @@ pub fn run(args: &Args) -> Result<()> {
         ),
         format!("base and control evaluations: {:.0} s", after_controls - after_sft),
         format!("arms (training and evaluation): {:.0} s", after_arms - after_controls),
+        format!(
+            "KL-Reg's frontier ({} settings, seed {frontier_seed}): {:.0} s",
+            sweep.len(),
+            after_frontier - after_arms
+        ),
     ];
     let metrics: Vec<(Arm, Vec<Vec<serde_json::Value>>)> = Arm::ALL
         .iter()
@@ -275,7 +348,7 @@ pub fn run(args: &Args) -> Result<()> {
         runs: run_rows,
         trlvr_vs_grpo,
         klreg_vs_grpo,
-        klreg_vs_trlvr: klreg_vs_trlvr.clone(),
+        frontier: frontier.clone(),
         verdicts: &verdicts,
         control,
         settings,
@@ -289,7 +362,7 @@ pub fn run(args: &Args) -> Result<()> {
         "table": input.rows.iter().map(|(l, r)| json!({ "model": l, "row": r })).collect::<Vec<_>>(),
         "comparisons": {
             "trlvr_vs_grpo": trlvr_vs_grpo, "klreg_vs_grpo": klreg_vs_grpo,
-            "klreg_vs_trlvr": klreg_vs_trlvr.iter().map(|(beta, c)| json!({ "beta": beta, "difference": c })).collect::<Vec<_>>(),
+            "klreg_frontier": frontier,
         },
         "verdicts": verdicts, "positive_control_passed": control_ok, "wall_s": wall,
     });

@@ -231,12 +231,13 @@ impl Outcome {
 pub struct Verdicts {
     /// The four claims of method.md §6, in order.
     pub claims: [Outcome; 4],
-    /// Per KL-Reg β: whether it reaches TRLVR's combination (its tax within
-    /// `NEAR_ZERO_TAX_POINTS` of TRLVR's, its solo no more than `EQUIVALENCE_POINTS` below).
-    pub klreg_reaches: Vec<(f64, Outcome)>,
+    /// Per KL-Reg setting (β, estimator): whether it reaches TRLVR's combination (its tax
+    /// within `NEAR_ZERO_TAX_POINTS` of TRLVR's, its solo no more than `EQUIVALENCE_POINTS`
+    /// below).
+    pub klreg_reaches: Vec<(String, Outcome)>,
 }
 
-/// Reads the comparisons: TRLVR − GRPO, and KL-Reg − TRLVR at each β run.
+/// Reads the comparisons: TRLVR − GRPO, and KL-Reg − TRLVR at each setting run.
 ///
 /// 1. TRLVR ≈ GRPO solo: the difference lies within ±`EQUIVALENCE_POINTS`.
 /// 2. Near-zero tax: TRLVR's tax is below GRPO's and below `NEAR_ZERO_TAX_POINTS`.
@@ -244,16 +245,16 @@ pub struct Verdicts {
 /// 4. KL-Reg does not reproduce the combination: no β reaches TRLVR's tax at TRLVR's
 ///    solo accuracy (contradicted if one does; not shown without a β, or if one cannot
 ///    be told apart).
-pub fn verdicts(trlvr_vs_grpo: &Comparisons, klreg_vs_trlvr: &[(f64, Comparisons)]) -> Verdicts {
+pub fn verdicts(trlvr_vs_grpo: &Comparisons, klreg_vs_trlvr: &[(String, Comparisons)]) -> Verdicts {
     let t = trlvr_vs_grpo;
-    let klreg_reaches: Vec<(f64, Outcome)> = klreg_vs_trlvr
+    let klreg_reaches: Vec<(String, Outcome)> = klreg_vs_trlvr
         .iter()
-        .map(|(beta, k)| {
+        .map(|(setting, k)| {
             let reach = Outcome::all(&[
                 Outcome::below(&k.tax, NEAR_ZERO_TAX_POINTS),
                 Outcome::above(&k.solo, -EQUIVALENCE_POINTS),
             ]);
-            (*beta, reach)
+            (setting.clone(), reach)
         })
         .collect();
     let reaches: Vec<Outcome> = klreg_reaches.iter().map(|(_, o)| *o).collect();
@@ -337,6 +338,21 @@ impl<T> SeedRun<T> {
 /// Each arm's seeds.
 pub type ArmRuns<T> = Vec<(Arm, Vec<SeedRun<T>>)>;
 
+/// One KL-Reg setting of the frontier.
+#[derive(Debug, Clone, Serialize)]
+pub struct FrontierPoint {
+    /// β and estimator, in words.
+    pub setting: String,
+    /// Seeds run.
+    pub seeds: usize,
+    /// Its figures (mean over seeds).
+    pub row: Row,
+    /// Mean share of senior tokens at k3's clamp during training.
+    pub clamped: Option<f64>,
+    /// KL-Reg − TRLVR.
+    pub vs_trlvr: Comparisons,
+}
+
 /// Everything the Markdown needs.
 #[derive(Debug)]
 pub struct ReportInput<'a> {
@@ -348,8 +364,8 @@ pub struct ReportInput<'a> {
     pub trlvr_vs_grpo: Comparisons,
     /// KL-Reg − GRPO.
     pub klreg_vs_grpo: Comparisons,
-    /// KL-Reg − TRLVR, per β run.
-    pub klreg_vs_trlvr: Vec<(f64, Comparisons)>,
+    /// KL-Reg's frontier: the arm above, then the sweep over β and estimators.
+    pub frontier: Vec<FrontierPoint>,
     /// The verdicts.
     pub verdicts: &'a Verdicts,
     /// Whether the positive control passed, and why not.
@@ -403,14 +419,7 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
     );
     md += "## Comparisons (paired bootstrap over problems, seeds pooled; 95% intervals)\n\n";
     md += "| difference | solo pass@1 (points) | tax (points) | junior CE (nats) | drift KL (nats) |\n|---|---:|---:|---:|---:|\n";
-    let mut pairs = vec![
-        ("TRLVR − GRPO".to_string(), &input.trlvr_vs_grpo),
-        ("KL-Reg − GRPO".into(), &input.klreg_vs_grpo),
-    ];
-    for (beta, c) in &input.klreg_vs_trlvr {
-        pairs.push((format!("KL-Reg (β = {beta}) − TRLVR"), c));
-    }
-    for (label, c) in pairs {
+    for (label, c) in [("TRLVR − GRPO", &input.trlvr_vs_grpo), ("KL-Reg − GRPO", &input.klreg_vs_grpo)] {
         let _ = writeln!(
             md,
             "| {label} | {} | {} | {} | {} |",
@@ -440,14 +449,36 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
         sign(&t.drift),
         show(&t.drift, 3),
     );
-    for ((beta, reach), (_, k)) in v.klreg_reaches.iter().zip(&input.klreg_vs_trlvr) {
+    md += "\n## KL-Reg's frontier\n\n";
+    let _ = writeln!(
+        md,
+        "KL-Reg at each β and estimator (`k3`: the paper's, clamped at 10 nats per token; `k3+`: \
+         the same value with k2's gradient, which does not vanish at the clamp), against TRLVR: \
+         a setting reaches TRLVR's combination when its tax is within {NEAR_ZERO_TAX_POINTS} points \
+         of TRLVR's and its solo accuracy at most {EQUIVALENCE_POINTS} points below (differences \
+         with 95% intervals, paired over problems).\n\n| KL-Reg | seeds | solo (%) | tax (points) | \
+         shorthand (%) | junior CE (nats) | tokens at k3's clamp (%) | tax − TRLVR's | solo − TRLVR's | \
+         reaches TRLVR |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
+    for (point, (_, reach)) in input.frontier.iter().zip(&v.klreg_reaches) {
+        let r = &point.row;
         let _ = writeln!(
             md,
-            "- KL-Reg at β = {beta} reaching TRLVR's combination (tax within {NEAR_ZERO_TAX_POINTS} points \
-             of TRLVR's: {}; solo at most {EQUIVALENCE_POINTS} below: {}): {}.",
-            show(&k.tax, 1),
-            show(&k.solo, 1),
-            reach.word()
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.3} | {} | {} | {} | {} |",
+            point.setting,
+            point.seeds,
+            r.solo.value,
+            r.tax.value,
+            r.shorthand.value,
+            r.junior_ce.value,
+            point.clamped.map_or_else(|| "n/a".into(), |c| format!("{:.1}", 100.0 * c)),
+            show(&point.vs_trlvr.tax, 1),
+            show(&point.vs_trlvr.solo, 1),
+            match reach {
+                Outcome::Shown => "yes",
+                Outcome::Contradicted => "no",
+                Outcome::NotShown => "cannot tell",
+            }
         );
     }
     md += "\n## The paper's claims (method.md §6)\n\n";
@@ -456,11 +487,9 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
         md,
         "\nEach claim is read off the intervals above, not written in advance: it is shown when \
          every interval it needs lies on its side of the threshold, contradicted when one lies \
-         wholly on the other side, and otherwise not shown. Claim 4 is judged over {} value{} of β \
-         ({}); it holds only if no β reaches TRLVR's tax at TRLVR's solo accuracy.",
+         wholly on the other side, and otherwise not shown. Claim 4 is judged over the {} KL-Reg \
+         settings of the frontier; it holds only if none reaches TRLVR's tax at TRLVR's solo accuracy.",
         v.klreg_reaches.len(),
-        if v.klreg_reaches.len() == 1 { "" } else { "s" },
-        v.klreg_reaches.iter().map(|(b, _)| b.to_string()).collect::<Vec<_>>().join(", "),
     );
     md += "\n## Runs\n\n| arm | seed | steps | rollout tokens | seconds | solo | tax | junior CE | shorthand (%) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (arm, seeds) in &input.runs {
@@ -519,8 +548,9 @@ mod tests {
     fn every_claim_is_shown_only_when_its_intervals_say_so() {
         use Outcome::{Contradicted, NotShown, Shown};
         let (trlvr, klreg) = shown();
-        assert_eq!(verdicts(&trlvr, &[(0.05, klreg)]).claims, [Shown; 4]);
-        let with = |t: Comparisons, k: Comparisons| verdicts(&t, &[(0.05, k)]).claims;
+        let one = |k: Comparisons| [("β = 0.05, k3".to_string(), k)];
+        assert_eq!(verdicts(&trlvr, &one(klreg)).claims, [Shown; 4]);
+        let with = |t: Comparisons, k: Comparisons| verdicts(&t, &one(k)).claims;
         // Claim 1, equivalence: an end past ±5 is not shown; the whole interval past it contradicts.
         let c = |solo| with(Comparisons { solo, ..trlvr }, klreg)[0];
         assert_eq!(
@@ -544,13 +574,15 @@ mod tests {
         // cannot be told apart leaves it not shown; no β at all shows nothing.
         let reaching = comparisons(e(0.0, -2.0, 2.0), e(1.0, -1.0, 3.0), e(0.0, -1.0, 1.0), e(1.0, 0.0, 3.0));
         let unclear = comparisons(e(0.0, -2.0, 2.0), e(4.0, 1.0, 8.0), e(0.0, -1.0, 1.0), e(5.0, 2.0, 9.0));
-        let four = |sweep: &[(f64, Comparisons)]| verdicts(&trlvr, sweep).claims[3];
-        assert_eq!(four(&[(0.01, klreg), (0.1, klreg)]), Shown);
-        assert_eq!(four(&[(0.01, klreg), (0.1, reaching)]), Contradicted);
-        assert_eq!(four(&[(0.01, klreg), (0.1, unclear)]), NotShown);
+        let sweep =
+            |a: Comparisons, b: Comparisons| [("β = 0.01".to_string(), a), ("β = 0.1".to_string(), b)];
+        let four = |sweep: &[(String, Comparisons)]| verdicts(&trlvr, sweep).claims[3];
+        assert_eq!(four(&sweep(klreg, klreg)), Shown);
+        assert_eq!(four(&sweep(klreg, reaching)), Contradicted);
+        assert_eq!(four(&sweep(klreg, unclear)), NotShown);
         assert_eq!(four(&[]), NotShown);
-        let v = verdicts(&trlvr, &[(0.01, klreg), (0.1, reaching)]);
-        assert_eq!(v.klreg_reaches, [(0.01, Contradicted), (0.1, Shown)]);
+        let v = verdicts(&trlvr, &sweep(klreg, reaching));
+        assert_eq!(v.klreg_reaches, [("β = 0.01".to_string(), Contradicted), ("β = 0.1".to_string(), Shown)]);
     }
 
     #[test]
