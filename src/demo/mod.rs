@@ -13,7 +13,7 @@ mod models;
 mod plots;
 mod report;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Result, bail};
@@ -153,26 +153,22 @@ pub fn run(args: &Args) -> Result<()> {
     log(format!("positive control: {}; {control_why}", if control_ok { "passed" } else { "FAILED" }));
     let after_controls = started.elapsed().as_secs_f64();
 
-    // 4. The arms.
+    // 4. The arms. Each run is trained into its folder, then evaluated on the held-out
+    // problems (eval.json beside it).
+    let train_and_evaluate = |arm: Arm, kl: &JuniorKl, seed: u64, dir: &Path, log: &mut dyn FnMut(String)| {
+        let trained =
+            arms::train(&ctx, arm, kl, seed, &models.base, &models.base_config, &models.junior, dir, log)?;
+        let evaluated = arms::evaluate(&ctx, &trained.senior, &models.junior, &ctx.eval, rl.eval_n)?;
+        std::fs::write(dir.join("eval.json"), serde_json::to_string_pretty(&evaluated)?)?;
+        anyhow::Ok((trained, evaluated))
+    };
     let kl_reg = JuniorKl::new(GrpoConfig::default(), rl.beta)?;
     let mut runs: ArmRuns<Evaluated> = Vec::new();
     for arm in Arm::ALL {
         let mut seeds = Vec::new();
         for &seed in &args.seeds {
             let dir = args.out.join("arms").join(format!("{}-seed{seed}", arm.name()));
-            let trained = arms::train(
-                &ctx,
-                arm,
-                &kl_reg,
-                seed,
-                &models.base,
-                &models.base_config,
-                &models.junior,
-                &dir,
-                &mut log,
-            )?;
-            let evaluated = arms::evaluate(&ctx, &trained.senior, &models.junior, &ctx.eval, rl.eval_n)?;
-            std::fs::write(dir.join("eval.json"), serde_json::to_string_pretty(&evaluated)?)?;
+            let (trained, evaluated) = train_and_evaluate(arm, &kl_reg, seed, &dir, &mut log)?;
             log(format!(
                 "{} seed {seed}: {} steps in {:.0} s; solo {:.1}%, handoff {:.1}%, junior CE {:.3}",
                 arm.name(),
@@ -202,19 +198,7 @@ pub fn run(args: &Args) -> Result<()> {
             let name = format!("kl-reg-{}-beta{beta}-seed{frontier_seed}", label.replace('+', "plus"));
             let dir = args.out.join("arms").join(name);
             let objective = JuniorKl::new(GrpoConfig::default(), beta)?.with_estimator(estimator);
-            let trained = arms::train(
-                &ctx,
-                Arm::KlReg,
-                &objective,
-                frontier_seed,
-                &models.base,
-                &models.base_config,
-                &models.junior,
-                &dir,
-                &mut log,
-            )?;
-            let evaluated = arms::evaluate(&ctx, &trained.senior, &models.junior, &ctx.eval, rl.eval_n)?;
-            std::fs::write(dir.join("eval.json"), serde_json::to_string_pretty(&evaluated)?)?;
+            let (_, evaluated) = train_and_evaluate(Arm::KlReg, &objective, frontier_seed, &dir, &mut log)?;
             log(format!(
                 "kl-reg β {beta} {label}: solo {:.1}%, tax {:.1}, shorthand {:.0}%",
                 evaluated.report.macro_figures.solo[0].estimate.value,
