@@ -70,10 +70,18 @@ impl Estimate {
         format!("{:.d$} [{:.d$}, {:.d$}]", self.value, self.low, self.high, d = decimals)
     }
 
-    /// Every number multiplied by `factor` (fractions to percent, say).
+    /// Every number multiplied by `factor` (fractions to percent, say); a negative factor
+    /// swaps the ends, so `low <= high` still holds.
+    ///
+    /// ```
+    /// use trlvr::eval::Estimate;
+    /// let e = Estimate { value: 3.0, low: -6.0, high: 0.0 }.scaled(-1.0);
+    /// assert_eq!((e.value, e.low, e.high), (-3.0, 0.0, 6.0));
+    /// ```
     #[must_use]
     pub fn scaled(self, factor: f64) -> Self {
-        Self { value: self.value * factor, low: self.low * factor, high: self.high * factor }
+        let (a, b) = (self.low * factor, self.high * factor);
+        Self { value: self.value * factor, low: a.min(b), high: a.max(b) }
     }
 }
 
