@@ -551,7 +551,15 @@ enum Declared {
 /// the one named after its file.
 fn declared(bytes: &[u8], stem: &str) -> std::result::Result<Declared, String> {
     use object::{Object, ObjectSymbol};
-    let file = object::File::parse(bytes).map_err(|e| format!("not an object file ({e})"))?;
+    let platform = if cfg!(target_os = "macos") {
+        "Mach-O"
+    } else if cfg!(windows) {
+        "PE"
+    } else {
+        "ELF"
+    };
+    let file = object::File::parse(bytes)
+        .map_err(|e| format!("not a loadable library (not an {platform} shared object: {e})"))?;
     let mut names: Vec<String> = file
         .exports()
         .map_err(|e| format!("unreadable exports ({e})"))?
@@ -720,7 +728,7 @@ mod tests {
         let err = declared(&seeds[1], "libthree").unwrap_err();
         assert!(err.contains("several declarations"), "{err}");
         assert_eq!(declared(&seeds[2], "libportable"), Ok(Declared::Portable));
-        assert!(declared(b"#!/bin/sh\n", "x").unwrap_err().contains("not an object file"));
+        assert!(declared(b"#!/bin/sh\n", "x").unwrap_err().contains("not a loadable library"));
     }
 
     #[test]
