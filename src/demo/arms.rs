@@ -14,7 +14,9 @@ use trlvr::eval::{EvalConfig, EvalProblem, EvalSet, Evaluation, Mode, Report, Sa
 use trlvr::prelude::*;
 use trlvr::train::{Example, RunDir, Task, TrainConfig, Trainer};
 use trlvr_junior_kl::JuniorKl;
-use trlvr_models::{Decoder, ModelConfig, save_hf_dir};
+use trlvr_models::{Decoder, save_hf_dir};
+
+use super::models::{Models, own_copy};
 
 /// An arm of the study.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -26,11 +28,14 @@ pub enum Arm {
     Trlvr,
     /// Solo rollouts, GRPO + β·KL(senior ‖ junior).
     KlReg,
+    /// The specificity control: TRLVR paired with a junior that reads shorthand (the
+    /// frozen base, the paper's self-paired setting).
+    TrlvrLiterate,
 }
 
 impl Arm {
-    /// All three, in table order.
-    pub const ALL: [Arm; 3] = [Arm::Grpo, Arm::Trlvr, Arm::KlReg];
+    /// All of them, in table order.
+    pub const ALL: [Arm; 4] = [Arm::Grpo, Arm::Trlvr, Arm::KlReg, Arm::TrlvrLiterate];
 
     /// The name in tables and folders.
     pub fn name(self) -> &'static str {
@@ -38,6 +43,7 @@ impl Arm {
             Arm::Grpo => "grpo",
             Arm::Trlvr => "trlvr",
             Arm::KlReg => "kl-reg",
+            Arm::TrlvrLiterate => "trlvr-literate",
         }
     }
 }
@@ -81,13 +87,15 @@ pub struct Context<'a> {
     pub rl: &'a RlSettings,
 }
 
-/// What an evaluation gave, with the shorthand share of the senior's solo steps.
+/// What an evaluation gave, with the notations of the senior's solo steps.
 #[derive(Debug, Clone, Serialize)]
 pub struct Evaluated {
     /// The figures.
     pub report: Report,
     /// Fraction of the senior's solo steps written in shorthand.
     pub shorthand: f64,
+    /// (plain, shorthand) steps of the senior's solo samples, per problem.
+    pub notations: Vec<(usize, usize)>,
 }
 
 /// Evaluates `senior` with `junior` on `problems` (`n` samples per problem and mode).
@@ -103,7 +111,7 @@ pub fn evaluate(
     let config = EvalConfig {
         n,
         ks: vec![1],
-        max_new_tokens: task.max_chain_tokens() + 4,
+        max_new_tokens: task.max_new_tokens,
         seed: 7,
         batch_problems: 32,
         bootstrap: 400,
@@ -118,17 +126,20 @@ pub fn evaluate(
     let evaluation = Evaluation::new(senior, junior, ctx.classes, config, &detokenize)?;
     let mut store = SampleStore::in_memory();
     let report = evaluation.run(std::slice::from_ref(&set), &mut store, &mut |_| {})?;
-    let (mut plain, mut short) = (0, 0);
-    for p in &eval_problems {
-        if let Some(found) = store.get("sums", p.id, Mode::Solo, prompt_hash(&p.prompt)) {
-            for s in &found.samples {
-                let (a, b) = notation_counts(&s.tokens);
-                plain += a;
-                short += b;
-            }
-        }
-    }
-    Ok(Evaluated { report, shorthand: short as f64 / (plain + short).max(1) as f64 })
+    let notations: Vec<(usize, usize)> = eval_problems
+        .iter()
+        .map(|p| {
+            let found = store.get("sums", p.id, Mode::Solo, prompt_hash(&p.prompt));
+            found.map_or((0, 0), |f| {
+                f.samples
+                    .iter()
+                    .map(|s| notation_counts(&s.tokens))
+                    .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+            })
+        })
+        .collect();
+    let (plain, short) = notations.iter().fold((0, 0), |(a, b), &(c, d)| (a + c, b + d));
+    Ok(Evaluated { report, shorthand: short as f64 / (plain + short).max(1) as f64, notations })
 }
 
 /// One trained arm.
@@ -144,21 +155,23 @@ pub struct Trained {
     pub seconds: f64,
 }
 
-/// Trains `arm` from `base` with seed `seed` into `dir` (metrics.jsonl, a checkpoint and
-/// the senior in the Hugging Face layout under `model/`); `kl` is KL-Reg's objective.
+/// Trains `arm` from the base with seed `seed` into `dir` (metrics.jsonl, a checkpoint and
+/// the senior in the Hugging Face layout under `model/`); `kl` is KL-Reg's objective and
+/// `partner` the junior of training (TRLVR's co-author, KL-Reg's reference). Probes
+/// measure the tax with the weak junior in every arm.
 #[allow(clippy::too_many_arguments)]
 pub fn train(
     ctx: &Context<'_>,
     arm: Arm,
     kl: &JuniorKl,
     seed: u64,
-    base: &Decoder,
-    base_config: &ModelConfig,
-    junior: &Decoder,
+    models: &Models,
+    partner: &Decoder,
     dir: &Path,
-    log: &mut dyn FnMut(String),
+    log: &(dyn Fn(String) + Sync),
 ) -> Result<Trained> {
     let started = Instant::now();
+    let (base, junior) = (&models.base, &models.junior);
     let rl = ctx.rl;
     let task = ctx.task;
     let verifier = task.verifier();
@@ -169,7 +182,7 @@ pub fn train(
         group_size: rl.group_size,
         mini_batch_prompts: rl.prompts_per_step,
         micro_batch_rows: rl.prompts_per_step * rl.group_size,
-        max_new_tokens: task.max_chain_tokens() + 4,
+        max_new_tokens: task.max_new_tokens,
         lr: rl.lr,
         validate_every: 0,
         checkpoint_every: 0,
@@ -182,7 +195,7 @@ pub fn train(
     let word = WordBoundary::new(0.5, 32)?;
     let (schedule, objective): (&dyn HandoffSchedule, &dyn Objective) = match arm {
         Arm::Grpo => (&solo, &grpo),
-        Arm::Trlvr => (&word, &grpo),
+        Arm::Trlvr | Arm::TrlvrLiterate => (&word, &grpo),
         Arm::KlReg => (&solo, kl),
     };
     let train_task = Task {
@@ -193,7 +206,7 @@ pub fn train(
         text: &detokenize,
         classes: ctx.classes,
     };
-    let mut trainer = Trainer::new(config, base.clone(), junior, schedule, objective, train_task)?;
+    let mut trainer = Trainer::new(config, own_copy(base), partner, schedule, objective, train_task)?;
     // A rerun starts the arm afresh: no metrics lines or checkpoints of an older run stay.
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
@@ -230,7 +243,7 @@ pub fn train(
     let steps = trainer.state().step;
     trainer.save_checkpoint(&run.checkpoint_dir(steps))?;
     let senior = trainer.senior().valid();
-    save_hf_dir(&senior, base_config, None, dir.join("model"))?;
+    save_hf_dir(&senior, &models.base_config, None, dir.join("model"))?;
     Ok(Trained { senior, steps, tokens, seconds: started.elapsed().as_secs_f64() })
 }
 

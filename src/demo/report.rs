@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use trlvr::eval::{Bootstrap, Estimate, ProblemResult, newcombe, ratio_of_sums};
+use trlvr::eval::{Bootstrap, Estimate, ProblemResult, newcombe};
 
 use super::arms::Arm;
 
@@ -14,6 +14,10 @@ use super::arms::Arm;
 pub const EQUIVALENCE_POINTS: f64 = 5.0;
 /// A tax counts as near zero (claim 2) when its interval lies below this many points.
 pub const NEAR_ZERO_TAX_POINTS: f64 = 5.0;
+/// The specificity control (TRLVR with a shorthand-literate junior) keeps GRPO's
+/// shorthand when the interval of their difference in shorthand share lies within ± this
+/// many points.
+pub const SHORTHAND_POINTS: f64 = 10.0;
 /// The positive control's tax must reach this many points.
 pub const CONTROL_TAX_POINTS: f64 = 10.0;
 /// ... and its junior CE this multiple of the self-paired CE.
@@ -80,8 +84,8 @@ impl Row {
     }
 }
 
-/// A paired comparison `a − b` over the same problems, seeds pooled.
-#[derive(Debug, Clone, Copy, Serialize)]
+/// A paired comparison `a − b` over the same problems.
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
 pub struct Comparisons {
     /// Solo pass@1, points.
     pub solo: Estimate,
@@ -91,47 +95,73 @@ pub struct Comparisons {
     pub junior_ce: Estimate,
     /// Exact KL per token, nats.
     pub drift: Estimate,
+    /// Shorthand share of the senior's solo steps, points.
+    pub shorthand: Estimate,
     /// `a`'s own tax, points (the "near zero" of claim 2).
     pub tax_a: Estimate,
 }
 
-/// `a − b` for each figure, from the per-problem results of each arm's seeds (the same
-/// problems in the same order in every run).
-pub fn compare(a: &[&[ProblemResult]], b: &[&[ProblemResult]], seed: u64) -> trlvr::Result<Comparisons> {
-    let problems = a.first().map_or(0, |r| r.len());
-    let boot = Bootstrap::new(&[problems], 1000, seed, 0.95)?;
-    // Per-arm statistic pooled over its seeds on resampled problems.
-    let pass = |runs: &[&[ProblemResult]], idx: &[usize], handoff: bool| {
-        let (mut num, mut den) = (0.0, 0.0);
-        for run in runs {
-            for &i in idx {
-                let p = &run[i];
-                num += (if handoff { p.handoff_correct } else { p.solo_correct }) as f64 / p.n as f64;
-                den += 1.0;
+/// One evaluated run as the comparisons read it.
+#[derive(Debug, Clone, Copy)]
+pub struct Run<'a> {
+    /// Per-problem results, in the evaluation's order.
+    pub problems: &'a [ProblemResult],
+    /// (plain, shorthand) steps of the solo samples, per problem.
+    pub notations: &'a [(usize, usize)],
+}
+
+/// `a − b` for each figure, from each arm's runs (one per seed) over the same problems in
+/// the same order. The bootstrap is hierarchical: each resample draws the problems (paired
+/// across the arms) and, independently for each arm, its seeds, so the intervals carry the
+/// spread between seeds as well as between problems.
+///
+/// # Errors
+/// [`trlvr::Error::Config`] when an arm has no run or the runs' problems differ in number.
+pub fn compare(a: &[Run<'_>], b: &[Run<'_>], seed: u64) -> trlvr::Result<Comparisons> {
+    let problems = a.first().map_or(0, |r| r.problems.len());
+    if a.is_empty()
+        || b.is_empty()
+        || a.iter().chain(b).any(|r| r.problems.len() != problems || r.notations.len() != problems)
+    {
+        return Err(trlvr::Error::Config(
+            "compare needs runs on each side, all over the same problems".into(),
+        ));
+    }
+    let boot = Bootstrap::new(&[problems, a.len(), b.len()], 1000, seed, 0.95)?;
+    // A figure of one arm on resampled seeds and problems: the ratio of two sums.
+    let ratio =
+        |runs: &[Run<'_>], seeds: &[usize], idx: &[usize], f: &dyn Fn(&Run<'_>, usize) -> (f64, f64)| {
+            let (mut num, mut den) = (0.0, 0.0);
+            for &s in seeds {
+                for &i in idx {
+                    let (x, y) = f(&runs[s], i);
+                    num += x;
+                    den += y;
+                }
             }
-        }
-        100.0 * num / den
-    };
+            num / den
+        };
+    let solo = |r: &Run<'_>, i: usize| (r.problems[i].solo_correct as f64 / r.problems[i].n as f64, 0.01);
+    let handoff =
+        |r: &Run<'_>, i: usize| (r.problems[i].handoff_correct as f64 / r.problems[i].n as f64, 0.01);
     // Junior CE as the evaluation reports it (the mean of per-chain means); drift per token.
-    let per_token = |runs: &[&[ProblemResult]], idx: &[usize], kl: bool| {
-        let num: Vec<f64> = runs
-            .iter()
-            .flat_map(|r| r.iter().map(|p| if kl { p.legibility.kl_exact } else { p.legibility.chain_ce }))
-            .collect();
-        let den: Vec<f64> = runs
-            .iter()
-            .flat_map(|r| {
-                r.iter().map(|p| if kl { p.legibility.tokens as f64 } else { p.legibility.chains as f64 })
-            })
-            .collect();
-        let pooled: Vec<usize> =
-            (0..runs.len()).flat_map(|s| idx.iter().map(move |&i| s * problems + i)).collect();
-        ratio_of_sums(&num, &den, &pooled)
+    let ce =
+        |r: &Run<'_>, i: usize| (r.problems[i].legibility.chain_ce, r.problems[i].legibility.chains as f64);
+    let kl =
+        |r: &Run<'_>, i: usize| (r.problems[i].legibility.kl_exact, r.problems[i].legibility.tokens as f64);
+    let short = |r: &Run<'_>, i: usize| {
+        let (plain, short) = r.notations[i];
+        (short as f64, 0.01 * (plain + short) as f64)
     };
-    let tax = |runs: &[&[ProblemResult]], idx: &[usize]| pass(runs, idx, false) - pass(runs, idx, true);
+    let diff = |f: &dyn Fn(&Run<'_>, usize) -> (f64, f64)| {
+        boot.estimate(|s| ratio(a, s[1], s[0], f) - ratio(b, s[2], s[0], f))
+    };
+    let tax = |runs: &[Run<'_>], seeds: &[usize], idx: &[usize]| {
+        ratio(runs, seeds, idx, &solo) - ratio(runs, seeds, idx, &handoff)
+    };
     // (successes, trials) pooled over seeds and problems.
-    let counts = |runs: &[&[ProblemResult]], handoff: bool| {
-        runs.iter().flat_map(|r| r.iter()).fold((0.0, 0.0), |(c, n), p| {
+    let counts = |runs: &[Run<'_>], handoff: bool| {
+        runs.iter().flat_map(|r| r.problems.iter()).fold((0.0, 0.0), |(c, n), p| {
             (c + (if handoff { p.handoff_correct } else { p.solo_correct }) as f64, n + p.n as f64)
         })
     };
@@ -143,14 +173,12 @@ pub fn compare(a: &[&[ProblemResult]], b: &[&[ProblemResult]], seed: u64) -> trl
         high: e.high.max(100.0 * high),
     };
     Ok(Comparisons {
-        solo: widen(
-            boot.estimate(|s| pass(a, s[0], false) - pass(b, s[0], false)),
-            newcombe(counts(a, false), counts(b, false)),
-        ),
-        tax: boot.estimate(|s| tax(a, s[0]) - tax(b, s[0])),
-        junior_ce: boot.estimate(|s| per_token(a, s[0], false) - per_token(b, s[0], false)),
-        drift: boot.estimate(|s| per_token(a, s[0], true) - per_token(b, s[0], true)),
-        tax_a: widen(boot.estimate(|s| tax(a, s[0])), newcombe(counts(a, false), counts(a, true))),
+        solo: widen(diff(&solo), newcombe(counts(a, false), counts(b, false))),
+        tax: boot.estimate(|s| tax(a, s[1], s[0]) - tax(b, s[2], s[0])),
+        junior_ce: diff(&ce),
+        drift: diff(&kl),
+        shorthand: diff(&short),
+        tax_a: widen(boot.estimate(|s| tax(a, s[1], s[0])), newcombe(counts(a, false), counts(a, true))),
     })
 }
 
@@ -235,6 +263,9 @@ pub struct Verdicts {
     /// within `NEAR_ZERO_TAX_POINTS` of TRLVR's, its solo no more than `EQUIVALENCE_POINTS`
     /// below).
     pub klreg_reaches: Vec<(String, Outcome)>,
+    /// The specificity control: TRLVR with a literate junior keeps GRPO's shorthand share
+    /// (within ±`SHORTHAND_POINTS`); not shown when it was not run.
+    pub specificity: Outcome,
 }
 
 /// Reads the comparisons: TRLVR − GRPO, and KL-Reg − TRLVR at each setting run.
@@ -245,7 +276,14 @@ pub struct Verdicts {
 /// 4. KL-Reg does not reproduce the combination: no β reaches TRLVR's tax at TRLVR's
 ///    solo accuracy (contradicted if one does; not shown without a β, or if one cannot
 ///    be told apart).
-pub fn verdicts(trlvr_vs_grpo: &Comparisons, klreg_vs_trlvr: &[(String, Comparisons)]) -> Verdicts {
+///
+/// And the specificity control, literate-junior TRLVR − GRPO: shorthand shares within
+/// ±`SHORTHAND_POINTS`.
+pub fn verdicts(
+    trlvr_vs_grpo: &Comparisons,
+    klreg_vs_trlvr: &[(String, Comparisons)],
+    literate_vs_grpo: Option<&Comparisons>,
+) -> Verdicts {
     let t = trlvr_vs_grpo;
     let klreg_reaches: Vec<(String, Outcome)> = klreg_vs_trlvr
         .iter()
@@ -273,6 +311,8 @@ pub fn verdicts(trlvr_vs_grpo: &Comparisons, klreg_vs_trlvr: &[(String, Comparis
             claim4,
         ],
         klreg_reaches,
+        specificity: literate_vs_grpo
+            .map_or(Outcome::NotShown, |l| Outcome::within(&l.shorthand, SHORTHAND_POINTS)),
     }
 }
 
@@ -353,6 +393,20 @@ pub struct FrontierPoint {
     pub vs_trlvr: Comparisons,
 }
 
+/// One partner of the specificity sweep: how well it reads shorthand, and the notation
+/// TRLVR learned with it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LiteracyPoint {
+    /// The partner, in words.
+    pub partner: String,
+    /// The shorthand-only control's handoff pass@1 with it, %.
+    pub literacy: Estimate,
+    /// Seeds of the TRLVR runs.
+    pub seeds: usize,
+    /// TRLVR's figures with it (evaluated with the weak junior, as every arm).
+    pub row: Row,
+}
+
 /// Everything the Markdown needs.
 #[derive(Debug)]
 pub struct ReportInput<'a> {
@@ -360,10 +414,16 @@ pub struct ReportInput<'a> {
     pub rows: Vec<(String, Row)>,
     /// Per arm, per seed.
     pub runs: ArmRuns<Row>,
+    /// GRPO − base: whether RL raised solo accuracy at all (the task is not saturated).
+    pub grpo_vs_base: Comparisons,
     /// TRLVR − GRPO.
     pub trlvr_vs_grpo: Comparisons,
     /// KL-Reg − GRPO.
     pub klreg_vs_grpo: Comparisons,
+    /// Literate-junior TRLVR − GRPO (the specificity control), when run.
+    pub literate_vs_grpo: Option<Comparisons>,
+    /// The specificity sweep over the partner's literacy.
+    pub literacy: Vec<LiteracyPoint>,
     /// KL-Reg's frontier: the arm above, then the sweep over β and estimators.
     pub frontier: Vec<FrontierPoint>,
     /// The verdicts.
@@ -378,16 +438,24 @@ pub struct ReportInput<'a> {
     pub plots: Vec<(String, String)>,
 }
 
+/// `e` at `d` decimals, with no "-0.0" for a value that rounds to zero.
 fn show(e: &Estimate, d: usize) -> String {
-    e.show(d)
+    let scale = 10f64.powi(d as i32);
+    let clean = |x: f64| {
+        let r = (x * scale).round() / scale;
+        if r == 0.0 { 0.0 } else { r }
+    };
+    Estimate { value: clean(e.value), low: clean(e.low), high: clean(e.high) }.show(d)
 }
 
 /// The Markdown report.
 pub fn markdown(input: &ReportInput<'_>) -> String {
     let mut md = String::from("# trlvr demo: GRPO, TRLVR and KL-Reg in miniature\n\n");
     md += "Task: running sums, each step one paragraph, in a plain notation both models know or a \
-           shorthand only the senior's base learned; reward = 1 − cost × tokens for a correct answer, 0 otherwise. The junior is a \
-           smaller model trained on the plain notation only.\n\n";
+           shorthand only the senior's base learned; responses are cut at a token cap that plain chains \
+           of the longest sums overrun (shorthand buys accuracy there); reward = 1 − cost × tokens for a \
+           correct answer, 0 otherwise. The junior is a smaller model trained on the plain notation only. \
+           Evaluation problems are held out from every training set by a hash split.\n\n";
     md += "## Table\n\n";
     md += "Base and controls: value [95% bootstrap interval over problems]. Arms: mean over seeds \
            [min, max over seeds].\n\n";
@@ -417,23 +485,45 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
         "{} {why}\n",
         if *ok { "**Passed.**" } else { "**FAILED: the evaluation is blind, so the demo fails.**" }
     );
-    md += "## Comparisons (paired bootstrap over problems, seeds pooled; 95% intervals)\n\n";
-    md += "| difference | solo pass@1 (points) | tax (points) | junior CE (nats) | drift KL (nats) |\n|---|---:|---:|---:|---:|\n";
-    for (label, c) in [("TRLVR − GRPO", &input.trlvr_vs_grpo), ("KL-Reg − GRPO", &input.klreg_vs_grpo)] {
+    md += "## Comparisons (95% intervals of a hierarchical bootstrap: problems resampled and paired \
+           across the arms, each arm's seeds resampled on their own)\n\n";
+    md += "| difference | solo pass@1 (points) | tax (points) | junior CE (nats) | drift KL (nats) | shorthand (points) |\n|---|---:|---:|---:|---:|---:|\n";
+    let mut compared = vec![
+        ("GRPO − base", &input.grpo_vs_base),
+        ("TRLVR − GRPO", &input.trlvr_vs_grpo),
+        ("KL-Reg − GRPO", &input.klreg_vs_grpo),
+    ];
+    if let Some(l) = &input.literate_vs_grpo {
+        compared.push(("TRLVR, literate junior − GRPO", l));
+    }
+    for (label, c) in compared {
         let _ = writeln!(
             md,
-            "| {label} | {} | {} | {} | {} |",
+            "| {label} | {} | {} | {} | {} | {} |",
             show(&c.solo, 1),
             show(&c.tax, 1),
             show(&c.junior_ce, 3),
-            show(&c.drift, 3)
+            show(&c.drift, 3),
+            show(&c.shorthand, 1)
         );
     }
     let t = &input.trlvr_vs_grpo;
     let v = input.verdicts;
+    let g = &input.grpo_vs_base;
     let _ = writeln!(
         md,
-        "\n- TRLVR's solo accuracy minus GRPO's: {} points; equivalence within ±{EQUIVALENCE_POINTS} \
+        "\n- GRPO's solo accuracy minus the base's: {} points: RL {} the base's accuracy{}.",
+        show(&g.solo, 1),
+        match Outcome::above(&g.solo, 0.0) {
+            Outcome::Shown => "raised",
+            Outcome::Contradicted => "lowered",
+            Outcome::NotShown => "is not shown to change",
+        },
+        if g.solo.low > 0.0 { " (so the solo comparison below is not made on a saturated task)" } else { "" }
+    );
+    let _ = writeln!(
+        md,
+        "- TRLVR's solo accuracy minus GRPO's: {} points; equivalence within ±{EQUIVALENCE_POINTS} \
          is {} (the interval is widened to Newcombe's score bounds where the bootstrap collapses, \
          as it does when every answer is right).\n- TRLVR's tax is {} GRPO's ({} points); its own \
          tax is {} points, near zero (below {NEAR_ZERO_TAX_POINTS}) {}.\n- TRLVR's junior CE is {} \
@@ -449,6 +539,41 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
         sign(&t.drift),
         show(&t.drift, 3),
     );
+    md += "\n## Specificity control\n\n";
+    let _ = writeln!(
+        md,
+        "TRLVR paired in training with a junior that reads shorthand (the frozen base: the paper's \
+         self-paired setting) should keep the shorthand GRPO learns, if TRLVR's choice of notation \
+         is a trade-off it learns from its partner and not a wall the task builds. {}",
+        match &input.literate_vs_grpo {
+            Some(l) => format!(
+                "Its shorthand share minus GRPO's: {} points; keeping GRPO's share (within ±{SHORTHAND_POINTS}) \
+                 is {}.",
+                show(&l.shorthand, 1),
+                v.specificity.word()
+            ),
+            None => "Not run.".into(),
+        }
+    );
+    if !input.literacy.is_empty() {
+        md += "\nThe sweep: TRLVR trained with partners that read shorthand to growing degrees (literacy: the \
+               shorthand-only control's handoff pass@1 with the partner, %), each TRLVR senior evaluated as \
+               the arms are (with the weak junior). Where the shorthand share jumps is where TRLVR's choice \
+               flips.\n\n| TRLVR's partner in training | literacy (%) | seeds | shorthand (%) | solo (%) | tax (points) |\n\
+               |---|---:|---:|---:|---:|---:|\n";
+        for p in &input.literacy {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {:.1} | {:.1} | {:.1} |",
+                p.partner,
+                show(&p.literacy, 1),
+                p.seeds,
+                p.row.shorthand.value,
+                p.row.solo.value,
+                p.row.tax.value
+            );
+        }
+    }
     md += "\n## KL-Reg's frontier\n\n";
     let _ = writeln!(
         md,
@@ -532,7 +657,7 @@ mod tests {
 
     /// TRLVR − GRPO: solo, tax, CE (drift the same), TRLVR's own tax.
     fn comparisons(solo: Estimate, tax: Estimate, ce: Estimate, tax_a: Estimate) -> Comparisons {
-        Comparisons { solo, tax, junior_ce: ce, drift: ce, tax_a }
+        Comparisons { solo, tax, junior_ce: ce, drift: ce, shorthand: e(0.0, -1.0, 1.0), tax_a }
     }
 
     /// A TRLVR that shows claims 1-3, and a KL-Reg − TRLVR that fails to reach it.
@@ -549,8 +674,8 @@ mod tests {
         use Outcome::{Contradicted, NotShown, Shown};
         let (trlvr, klreg) = shown();
         let one = |k: Comparisons| [("β = 0.05, k3".to_string(), k)];
-        assert_eq!(verdicts(&trlvr, &one(klreg)).claims, [Shown; 4]);
-        let with = |t: Comparisons, k: Comparisons| verdicts(&t, &one(k)).claims;
+        assert_eq!(verdicts(&trlvr, &one(klreg), None).claims, [Shown; 4]);
+        let with = |t: Comparisons, k: Comparisons| verdicts(&t, &one(k), None).claims;
         // Claim 1, equivalence: an end past ±5 is not shown; the whole interval past it contradicts.
         let c = |solo| with(Comparisons { solo, ..trlvr }, klreg)[0];
         assert_eq!(
@@ -576,13 +701,22 @@ mod tests {
         let unclear = comparisons(e(0.0, -2.0, 2.0), e(4.0, 1.0, 8.0), e(0.0, -1.0, 1.0), e(5.0, 2.0, 9.0));
         let sweep =
             |a: Comparisons, b: Comparisons| [("β = 0.01".to_string(), a), ("β = 0.1".to_string(), b)];
-        let four = |sweep: &[(String, Comparisons)]| verdicts(&trlvr, sweep).claims[3];
+        let four = |sweep: &[(String, Comparisons)]| verdicts(&trlvr, sweep, None).claims[3];
         assert_eq!(four(&sweep(klreg, klreg)), Shown);
         assert_eq!(four(&sweep(klreg, reaching)), Contradicted);
         assert_eq!(four(&sweep(klreg, unclear)), NotShown);
         assert_eq!(four(&[]), NotShown);
-        let v = verdicts(&trlvr, &sweep(klreg, reaching));
+        let v = verdicts(&trlvr, &sweep(klreg, reaching), None);
         assert_eq!(v.klreg_reaches, [("β = 0.01".to_string(), Contradicted), ("β = 0.1".to_string(), Shown)]);
+        // The specificity control: the literate junior's TRLVR keeps GRPO's shorthand only
+        // when the whole interval lies within ±10 points; not run is not shown.
+        let spec =
+            |shorthand| verdicts(&trlvr, &one(klreg), Some(&Comparisons { shorthand, ..trlvr })).specificity;
+        assert_eq!(
+            [spec(e(-2.0, -6.0, 3.0)), spec(e(-5.0, -12.0, 1.0)), spec(e(-40.0, -55.0, -25.0))],
+            [Shown, NotShown, Contradicted]
+        );
+        assert_eq!(verdicts(&trlvr, &one(klreg), None).specificity, NotShown);
     }
 
     #[test]
@@ -628,18 +762,24 @@ mod tests {
         }
     }
 
+    fn run<'a>(problems: &'a [ProblemResult], notations: &'a [(usize, usize)]) -> Run<'a> {
+        Run { problems, notations }
+    }
+
     #[test]
     fn paired_comparison_of_identical_runs_is_zero() {
-        let run = vec![problem(0, 4, 2), problem(1, 2, 2), problem(2, 3, 1)];
-        let c = compare(&[&run], &[&run], 1).unwrap();
-        for est in [c.tax, c.junior_ce, c.drift] {
+        let problems = vec![problem(0, 4, 2), problem(1, 2, 2), problem(2, 3, 1)];
+        let notes = [(1, 3), (4, 0), (2, 2)];
+        let same = run(&problems, &notes);
+        let c = compare(&[same], &[same], 1).unwrap();
+        for est in [c.tax, c.junior_ce, c.drift, c.shorthand] {
             assert_eq!((est.value, est.low, est.high), (0.0, 0.0, 0.0));
         }
         assert!(c.solo.value == 0.0 && c.solo.low < 0.0 && c.solo.high > 0.0, "{:?}", c.solo);
         // A run that loses every handoff has a tax higher by its handoff accuracy.
         let worse: Vec<ProblemResult> =
-            run.iter().map(|r| ProblemResult { handoff_correct: 0, ..r.clone() }).collect();
-        let c = compare(&[&worse], &[&run], 1).unwrap();
+            problems.iter().map(|r| ProblemResult { handoff_correct: 0, ..r.clone() }).collect();
+        let c = compare(&[run(&worse, &notes)], &[same], 1).unwrap();
         assert!(
             (c.tax.value - 100.0 * (2.0 + 2.0 + 1.0) / 12.0).abs() < 1e-9 && c.tax.low > 0.0,
             "{:?}",
@@ -652,11 +792,29 @@ mod tests {
         // Every answer right in both arms: the bootstrap says [0, 0]; twelve samples a side
         // cannot rule out a difference of several points, and Newcombe's interval says so.
         let perfect = vec![problem(0, 4, 4), problem(1, 4, 4), problem(2, 4, 4)];
-        let c = compare(&[&perfect], &[&perfect], 1).unwrap();
+        let notes = [(0, 3); 3];
+        let c = compare(&[run(&perfect, &notes)], &[run(&perfect, &notes)], 1).unwrap();
         let (low, high) = trlvr::eval::newcombe((12.0, 12.0), (12.0, 12.0));
         assert_eq!((c.solo.value, c.solo.low, c.solo.high), (0.0, 100.0 * low, 100.0 * high));
         assert!(c.solo.high > EQUIVALENCE_POINTS, "{:?}: too few samples to show equivalence", c.solo);
         assert_eq!(Outcome::within(&c.solo, EQUIVALENCE_POINTS), Outcome::NotShown);
         assert!(c.tax_a.low < 0.0 && c.tax_a.high > 0.0, "{:?}", c.tax_a);
+    }
+
+    /// Seeds that disagree widen the interval: the bootstrap resamples them, so two seeds
+    /// far apart cannot show a difference that one seed's problems alone would.
+    #[test]
+    fn the_spread_between_seeds_widens_the_interval() {
+        let notes = [(2, 2); 40];
+        let all_right: Vec<ProblemResult> = (0..40).map(|i| problem(i, 4, 4)).collect();
+        let half: Vec<ProblemResult> = (0..40).map(|i| problem(i, 2, 2)).collect();
+        let none: Vec<ProblemResult> = (0..40).map(|i| problem(i, 0, 0)).collect();
+        let b = [run(&half, &notes)];
+        let one_seed = compare(&[run(&all_right, &notes)], &b, 3).unwrap();
+        let two_seeds = compare(&[run(&all_right, &notes), run(&none, &notes)], &b, 3).unwrap();
+        assert!(one_seed.solo.low > 40.0, "{:?}", one_seed.solo);
+        assert!(two_seeds.solo.value.abs() < 1e-9, "{:?}", two_seeds.solo);
+        assert!(two_seeds.solo.low <= -45.0 && two_seeds.solo.high >= 45.0, "{:?}", two_seeds.solo);
+        assert!(compare(&[run(&all_right[..3], &notes[..3])], &b, 3).is_err(), "different problems");
     }
 }

@@ -10,15 +10,23 @@
 //!
 //! and ends with ` answer 10` and EOS. Every token is a word (its text starts with a
 //! space), so every token is a handoff point of the word schedule, and every step ends a
-//! paragraph, so the evaluation's step alternation hands off once per step. A correct
-//! answer (the last `answer` equals the sum) earns 1 minus a small cost per token, a wrong
-//! one 0: soft length pressure that favours the shorthand without closing the legible
-//! route (and without making an empty answer the safest one).
+//! paragraph, so the evaluation's step alternation hands off once per step.
+//!
+//! Responses are cut at [`SumTask::max_new_tokens`]: a plain chain of the longest sums
+//! does not fit, a shorthand one does, and so does a chain whose senior writes shorthand
+//! while the junior writes plain every other step. The shorthand thus buys accuracy, not
+//! only length, and a base that mixes the notations gets the longest sums wrong often.
+//! A correct answer (the last `answer` equals the sum) also earns 1 minus a small cost per
+//! token, a wrong one 0.
+//!
+//! Every problem belongs to one split by a hash of its numbers, so held-out problems are
+//! never trained on, whatever the seeds and counts.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+pub use crate::data::arithmetic::Split;
 use crate::token::TokenId;
 use crate::verifier::{Reward, Verifier};
 use crate::vocab::TokenClasses;
@@ -47,7 +55,7 @@ pub enum Notation {
     Shorthand,
 }
 
-/// The task's shape: how many numbers, how large, and the length cost.
+/// The task's shape: how many numbers, how large, the response cap and the length cost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SumTask {
     /// Fewest numbers in a prompt (at least 2).
@@ -56,18 +64,31 @@ pub struct SumTask {
     pub max_terms: usize,
     /// Largest number in a prompt (smallest is 1).
     pub max_term: usize,
+    /// Responses are cut after this many tokens, in training and evaluation alike.
+    pub max_new_tokens: usize,
     /// Reward subtracted per response token (soft length pressure).
     pub token_cost: f32,
+    /// One problem in this many is held out (never trained on).
+    pub held_out_every: u64,
 }
 
 impl Default for SumTask {
+    /// Four to eight numbers, cut at 30 tokens: a plain chain fits up to six numbers,
+    /// a shorthand one always, and so does a handoff chain with a shorthand senior.
     fn default() -> Self {
-        Self { min_terms: 4, max_terms: 5, max_term: 9, token_cost: 0.01 }
+        Self {
+            min_terms: 4,
+            max_terms: 8,
+            max_term: 9,
+            max_new_tokens: 30,
+            token_cost: 0.01,
+            held_out_every: 8,
+        }
     }
 }
 
 /// One problem: the numbers to add.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Problem {
     /// The numbers, in order.
     pub terms: Vec<usize>,
@@ -84,15 +105,29 @@ impl SumTask {
     /// Checks the settings.
     ///
     /// # Errors
-    /// [`Error::Config`] for fewer than 2 terms, an empty range or a bad cost.
+    /// [`Error::Config`] for fewer than 2 terms, an empty range, a cap that no chain fits
+    /// in, a bad cost or split.
     pub fn validate(&self) -> Result<()> {
         if self.min_terms < 2 || self.max_terms < self.min_terms || self.max_term == 0 {
             return Err(Error::Config(format!(
                 "need 2 <= min_terms <= max_terms and max_term >= 1, got {self:?}"
             )));
         }
+        if self.max_new_tokens < chain_tokens(self.min_terms, 0) {
+            return Err(Error::Config(format!(
+                "max_new_tokens {} is shorter than the shortest chain ({} tokens)",
+                self.max_new_tokens,
+                chain_tokens(self.min_terms, 0)
+            )));
+        }
         if !(self.token_cost.is_finite() && self.token_cost >= 0.0) {
             return Err(Error::Config(format!("token_cost must be >= 0, got {}", self.token_cost)));
+        }
+        if self.held_out_every < 2 {
+            return Err(Error::Config(format!(
+                "held_out_every must be at least 2, got {}",
+                self.held_out_every
+            )));
         }
         Ok(())
     }
@@ -133,15 +168,41 @@ impl SumTask {
             .collect()
     }
 
-    /// `count` problems drawn from `seed`.
-    pub fn problems(&self, count: usize, seed: u64) -> Vec<Problem> {
+    /// The split `problem` belongs to: by an FNV-1a hash of its numbers.
+    pub fn split_of(&self, problem: &Problem) -> Split {
+        let hash = crate::data::fnv1a(problem.terms.iter().flat_map(|&t| (t as u32).to_le_bytes()));
+        // The top bits: FNV's low bits mix poorly.
+        if (hash >> 32) % self.held_out_every == 0 { Split::Validation } else { Split::Train }
+    }
+
+    /// `count` problems of `split` drawn from `seed`: training problems may repeat, held-out
+    /// ones are distinct (in the order drawn).
+    ///
+    /// # Errors
+    /// [`Error::Config`] when the held-out split has fewer than `count` problems.
+    pub fn problems(&self, split: Split, count: usize, seed: u64) -> Result<Vec<Problem>> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        (0..count)
-            .map(|_| {
-                let n = rng.random_range(self.min_terms..=self.max_terms);
-                Problem { terms: (0..n).map(|_| rng.random_range(1..=self.max_term)).collect() }
-            })
-            .collect()
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::with_capacity(count);
+        let mut draws = 0usize;
+        while out.len() < count {
+            draws += 1;
+            if draws > 1000 * count.max(1000) {
+                return Err(Error::Config(format!(
+                    "the {split:?} split holds only about {} distinct problems; asked for {count}",
+                    out.len()
+                )));
+            }
+            let n = rng.random_range(self.min_terms..=self.max_terms);
+            let problem = Problem { terms: (0..n).map(|_| rng.random_range(1..=self.max_term)).collect() };
+            if self.split_of(&problem) != split
+                || (split == Split::Validation && !seen.insert(problem.clone()))
+            {
+                continue;
+            }
+            out.push(problem);
+        }
+        Ok(out)
     }
 
     /// The prompt's ids: ` add t1 t2 ... =`.
@@ -177,15 +238,23 @@ impl SumTask {
         self.chain(problem, &notations)
     }
 
-    /// The longest correct response, in tokens (all plain, most terms).
+    /// The longest correct response, in tokens (all plain, most terms); it may exceed
+    /// [`Self::max_new_tokens`].
     pub fn max_chain_tokens(&self) -> usize {
-        5 * (self.max_terms - 1) + 3
+        chain_tokens(self.max_terms, 0)
     }
 
     /// The verifier of this task (the reward includes the length cost).
     pub fn verifier(&self) -> SumVerifier {
         SumVerifier { token_cost: self.token_cost }
     }
+}
+
+/// Tokens of a correct chain over `terms` numbers with `shorthand` of its steps in
+/// shorthand: five a plain step, three a shorthand one, then ` answer N` and EOS.
+pub fn chain_tokens(terms: usize, shorthand: usize) -> usize {
+    let steps = terms.saturating_sub(1);
+    5 * (steps - shorthand.min(steps)) + 3 * shorthand.min(steps) + 3
 }
 
 fn number(n: usize) -> TokenId {
@@ -233,7 +302,7 @@ mod tests {
     fn both_notations_are_correct_and_shorthand_is_shorter() {
         let task = SumTask::default();
         let verifier = task.verifier();
-        for problem in task.problems(20, 3) {
+        for problem in task.problems(Split::Train, 20, 3).unwrap() {
             let reference = problem.sum().to_string();
             let plain = task.chain(&problem, &[Notation::Plain]);
             let short = task.chain(&problem, &[Notation::Shorthand]);
@@ -247,7 +316,50 @@ mod tests {
             assert_eq!(notation_counts(&plain), (problem.terms.len() - 1, 0));
             assert_eq!(notation_counts(&short), (0, problem.terms.len() - 1));
             assert!(plain.len() <= task.max_chain_tokens());
+            assert_eq!(plain.len(), chain_tokens(problem.terms.len(), 0));
+            assert_eq!(short.len(), chain_tokens(problem.terms.len(), problem.terms.len() - 1));
         }
+    }
+
+    /// The cap is what makes shorthand buy accuracy: plain fits up to six numbers only;
+    /// shorthand, and a handoff chain whose senior writes shorthand, fit every problem.
+    #[test]
+    fn the_cap_cuts_plain_chains_of_long_sums_only() {
+        let task = SumTask::default();
+        task.validate().unwrap();
+        let fits = |terms, shorthand| chain_tokens(terms, shorthand) <= task.max_new_tokens;
+        for terms in task.min_terms..=task.max_terms {
+            let steps = terms - 1;
+            assert_eq!(fits(terms, 0), terms <= 6, "{terms} plain");
+            assert!(fits(terms, steps), "{terms} shorthand");
+            // Step alternation, senior first: the senior writes ceil(steps / 2).
+            assert!(fits(terms, steps.div_ceil(2)), "{terms} handoff");
+        }
+        let mut bad = task.clone();
+        bad.max_new_tokens = 10;
+        assert!(bad.validate().unwrap_err().to_string().contains("shortest chain"));
+    }
+
+    /// Held-out problems are never drawn for training, whatever the seeds.
+    #[test]
+    fn held_out_problems_are_disjoint_from_training_ones() {
+        let task = SumTask::default();
+        let held: std::collections::HashSet<Problem> =
+            task.problems(Split::Validation, 500, 9).unwrap().into_iter().collect();
+        assert_eq!(held.len(), 500, "distinct");
+        let train = task.problems(Split::Train, 20_000, 1).unwrap();
+        assert!(train.iter().all(|p| !held.contains(p)));
+        // About one problem in eight of the space is held out.
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let held_share = (0..8000)
+            .map(|_| Problem { terms: (0..5).map(|_| rng.random_range(1..=9)).collect() })
+            .filter(|p| task.split_of(p) == Split::Validation)
+            .count() as f64
+            / 8000.0;
+        assert!((held_share - 0.125).abs() < 0.02, "{held_share}");
+        // A tiny space runs dry with a clear error.
+        let tiny = SumTask { min_terms: 2, max_terms: 2, max_term: 2, ..SumTask::default() };
+        assert!(tiny.problems(Split::Validation, 50, 0).unwrap_err().to_string().contains("distinct"));
     }
 
     #[test]
