@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use burn::module::{ModuleVisitor, Param};
 use burn::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -125,6 +126,17 @@ pub fn own_copy(model: &Decoder) -> Decoder {
     }
 }
 
+/// Reads every parameter once. Burn draws a parameter's initial values lazily, at its
+/// first use: without this, the draws of models built side by side would interleave after
+/// the lock is released (two runs of one recipe then trained different models).
+struct Materialise;
+
+impl ModuleVisitor for Materialise {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let _ = param.val();
+    }
+}
+
 /// Seeding the device and drawing initial weights happen under one lock: models trained
 /// side by side on threads would otherwise draw from each other's seeds.
 static INIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -152,7 +164,9 @@ fn ensure(
         None => {
             let _lock = INIT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             device.seed(recipe.seed);
-            config.init(device)
+            let model = config.init(device);
+            model.visit(&mut Materialise);
+            model
         }
     };
     let examples = data(task, recipe, 20_000)?;
