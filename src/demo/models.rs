@@ -59,7 +59,7 @@ pub struct Recipe {
     pub seed: u64,
 }
 
-/// The three models.
+/// The demo's models.
 #[derive(Debug)]
 pub struct Models {
     /// The senior's starting point (autodiff device).
