@@ -101,7 +101,8 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// One RL run of the study: an arm at a seed, or a KL-Reg setting of the frontier.
+/// One RL run of the study: an arm at a seed, a KL-Reg setting of the frontier, or TRLVR
+/// with a literate junior of the sweep.
 #[derive(Debug, Clone)]
 struct Job {
     arm: Arm,

@@ -131,6 +131,12 @@ pub fn verify(dir: &Path) -> Result<()> {
     };
     let sums: Checksums = serde_json::from_str(&text).map_err(|e| error(&path, e))?;
     for (name, (bytes, hash)) in &sums {
+        // Only the checkpoint's own files: a name with a separator, `..` or a root would
+        // check (and name) a file elsewhere.
+        let mut parts = Path::new(name).components();
+        if !matches!((parts.next(), parts.next()), (Some(std::path::Component::Normal(_)), None)) {
+            return Err(error(&path, format!("lists {name:?}, which is not a file name of the checkpoint")));
+        }
         let file = dir.join(name);
         if !file.exists() {
             return Err(error(&file, "missing"));
@@ -204,5 +210,28 @@ mod tests {
         let err = err.to_string();
         assert!(err.contains("step-000002/optimizer.bpk") && err.contains("parameter id"), "{err}");
         assert_eq!(unpanicked(path, || Ok(3)).unwrap(), 3);
+    }
+
+    // A flipped bit turned "optimizer.bpk" into "/ptimizer.bpk": the check then looked at
+    // the root and named a file outside the checkpoint (CI's fuzz run, seed 1796189063).
+    #[test]
+    fn checksums_may_only_name_files_of_the_checkpoint() {
+        let dir = std::env::temp_dir().join(format!("trlvr-checksums-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("senior.bpk"), b"weights").unwrap();
+        let sums = checksums(&dir).unwrap();
+        std::fs::write(dir.join(CHECKSUMS), serde_json::to_string(&sums).unwrap()).unwrap();
+        verify(&dir).unwrap();
+        for bad in ["/ptimizer.bpk", "../senior.bpk", "sub/senior.bpk", ".", ""] {
+            let mut sums = sums.clone();
+            sums.insert(bad.to_string(), (7, "0".into()));
+            std::fs::write(dir.join(CHECKSUMS), serde_json::to_string(&sums).unwrap()).unwrap();
+            let err = verify(&dir).unwrap_err().to_string();
+            assert!(
+                err.contains(&dir.display().to_string()) && err.contains("not a file name"),
+                "{bad:?}: {err}"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
