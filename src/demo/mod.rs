@@ -364,16 +364,20 @@ pub fn run(args: &Args) -> Result<()> {
     let trlvr_vs_grpo = report::compare(&of(Arm::Trlvr), &of(Arm::Grpo), 5)?;
     let klreg_vs_grpo = report::compare(&of(Arm::KlReg), &of(Arm::Grpo), 6)?;
     let literate_vs_grpo = report::compare(&of(Arm::TrlvrLiterate), &of(Arm::Grpo), 7)?;
+    // An arm's row: the mean over its seeds.
+    let arm_row = |arm: Arm| {
+        Row::over_seeds(
+            &runs
+                .iter()
+                .filter(|(a, _)| *a == arm)
+                .flat_map(|(_, s)| s.iter().map(|r| Row::of(&r.result.report, r.result.shorthand)))
+                .collect::<Vec<_>>(),
+        )
+    };
     let mut frontier = vec![FrontierPoint {
         setting: format!("β = {}, k3 (the arm above)", rl.beta),
         seeds: args.seeds.len(),
-        row: Row::over_seeds(
-            &runs
-                .iter()
-                .filter(|(a, _)| *a == Arm::KlReg)
-                .flat_map(|(_, s)| s.iter().map(|r| Row::of(&r.result.report, r.result.shorthand)))
-                .collect::<Vec<_>>(),
-        ),
+        row: arm_row(Arm::KlReg),
         clamped: (!arm_clamped.is_empty())
             .then(|| arm_clamped.iter().sum::<f64>() / arm_clamped.len() as f64),
         vs_trlvr: report::compare(&of(Arm::KlReg), &of(Arm::Trlvr), 8)?,
@@ -389,15 +393,6 @@ pub fn run(args: &Args) -> Result<()> {
     }
     // The specificity sweep: TRLVR's notation against its partner's literacy, from the
     // weak junior (the TRLVR arm) through the literate juniors to the base.
-    let arm_row = |arm: Arm| {
-        Row::over_seeds(
-            &runs
-                .iter()
-                .filter(|(a, _)| *a == arm)
-                .flat_map(|(_, s)| s.iter().map(|r| Row::of(&r.result.report, r.result.shorthand)))
-                .collect::<Vec<_>>(),
-        )
-    };
     let handoff = |e: &Evaluated| e.report.macro_figures.handoff[0].estimate;
     let mut literacy = vec![LiteracyPoint {
         partner: "the junior (plain only; the TRLVR arm)".into(),
