@@ -54,6 +54,7 @@ fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
 }
 
 fn main() {
+    trlvr::device::keep_freed_memory();
     let args: Vec<String> = std::env::args().collect();
     let device_name: String = arg(&args, "--device", "flex".to_string());
     let shape_name: String = arg(&args, "--shape", "narrow".to_string());

@@ -142,6 +142,7 @@ fn smollm2(device: &Device) -> (Decoder, tokenizers::Tokenizer) {
 }
 
 fn main() {
+    trlvr::device::keep_freed_memory();
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
     let batch = args

@@ -5,9 +5,13 @@
 //! and settings; run both back to back on a quiet machine.
 //!
 //! The update is forced (`skip_zero_advantage = false`): a 135M model often scores 0 on
-//! every rollout, and TRL still runs the full forward and backward.
+//! every rollout, and TRL still runs the full forward and backward. Responses are forced
+//! to their full 64 tokens (no EOS stops them; TRL's script sets `min_new_tokens`), the
+//! length of a real run's responses: at the ~20 tokens the model writes when it may stop,
+//! per-token overheads hide what a real step costs.
 //!
-//! `cargo bench --bench train_step` (`-- --steps N` for more measured steps)
+//! `cargo bench --bench train_step` (`-- --steps N` for more measured steps, `-- --eos`
+//! to let responses stop at EOS)
 
 #![allow(clippy::print_stdout)] // a bench command reports on stdout
 
@@ -33,6 +37,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 }
 
 fn main() -> anyhow::Result<()> {
+    trlvr::device::keep_freed_memory();
     let args: Vec<String> = std::env::args().collect();
     let steps = args
         .iter()
@@ -40,12 +45,16 @@ fn main() -> anyhow::Result<()> {
         .and_then(|i| args.get(i + 1))
         .and_then(|s| s.parse().ok())
         .unwrap_or(3usize);
+    let stop_at_eos = args.iter().any(|a| a == "--eos");
     let path = smollm2();
     let (senior, _, tokenizer) = load_gguf(&path, &Device::default().autodiff())?;
     let (junior, _, _) = load_gguf(&path, &Device::default())?;
     let eos: Vec<TokenId> =
         ["<|im_end|>", "<|endoftext|>"].iter().filter_map(|t| tokenizer.token_to_id(t)).collect();
-    let classes = TokenClasses::from_tokenizer(&tokenizer, &eos)?;
+    // Responses run to 64 tokens when the one stop token is one the model does not
+    // write in prose (a special token of its code-data markup).
+    let never = [tokenizer.token_to_id("<empty_output>").expect("SmolLM2's special token")];
+    let classes = TokenClasses::from_tokenizer(&tokenizer, if stop_at_eos { &eos } else { &never })?;
     let data = Dataset::load(&DataSpec {
         limit: Some(2),
         ..DataSpec::new(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/math/gsm8k-train.jsonl"), Layout::Gsm8k)
@@ -84,10 +93,13 @@ fn main() -> anyhow::Result<()> {
     };
     let grpo = Grpo::new(GrpoConfig::default())?;
     let (solo, word) = (Solo::senior(), WordBoundary::new(0.5, 32)?);
-    println!("SmolLM2-135M, GSM8K, 2 prompts x 8 rollouts, <= 64 new tokens, T 0.6, one update; flex CPU");
-    println!("median of {steps} steps after one warm-up step\n");
-    println!("| arm | step (s) | rollout (s) | π_old (s) | update (s) | tokens | tok/s |");
-    println!("|---|---|---|---|---|---|---|");
+    let length = if stop_at_eos { "<= 64 new tokens" } else { "64 new tokens (EOS ignored)" };
+    println!("SmolLM2-135M, GSM8K, 2 prompts x 8 rollouts, {length}, T 0.6, one update; flex CPU");
+    println!("median of {steps} steps after one warm-up step; CPU: process CPU time over wall time\n");
+    println!(
+        "| arm | step (s) | rollout (s) | π_old (s) | update (s) | tokens | tok/s | CPU rollout | CPU update |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     let mut steps_s = Vec::new();
     for (arm, schedule) in [("GRPO", &solo as &dyn HandoffSchedule), ("TRLVR", &word)] {
         let mut trainer = Trainer::new(config.clone(), senior.clone(), &junior, schedule, &grpo, task)?;
@@ -97,12 +109,14 @@ fn main() -> anyhow::Result<()> {
         let pick = |f: fn(&StepMetrics) -> f64| median(runs.iter().map(f).collect());
         let step = pick(|m| m.time_s);
         println!(
-            "| {arm} | {step:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {:.0} |",
+            "| {arm} | {step:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {:.0} | {:.0}% | {:.0}% |",
             pick(|m| m.time_rollout_s),
             pick(|m| m.time_old_s),
             pick(|m| m.time_update_s),
             pick(|m| m.response_len_mean * 16.0),
             pick(|m| m.tokens_per_s),
+            pick(|m| 100.0 * m.cpu_rollout_s / m.time_rollout_s),
+            pick(|m| 100.0 * m.cpu_update_s / (m.time_old_s + m.time_update_s)),
         );
         steps_s.push(step);
     }

@@ -2,12 +2,14 @@
 
 SmolLM2-135M-Instruct (the GGUF file scripts/fetch_smollm2.sh fetches, loaded in f32),
 the same two GSM8K problems with the same plain prompt text, 2 prompts x 8 completions,
-at most 64 new tokens, T 0.6, one optimizer update per step (num_iterations 1, beta 0:
+64 new tokens (EOS ignored through `min_new_tokens`, as the bench ignores it; `--eos`
+lets responses stop), T 0.6, one optimizer update per step (num_iterations 1, beta 0:
 no reference or old-log-prob passes), loss "dapo" (token mean), f32, no gradient
-checkpointing, on the CPU. Prints the median step time and its generation share.
+checkpointing, on the CPU. Prints the median step time, its generation share, the
+response length and the process CPU time over wall time of each part.
 
-    python3 -m venv V && V/bin/pip install torch transformers trl gguf
-    V/bin/python scripts/bench_trl.py [--steps 3] [--threads 2]
+    python3 -m venv V && V/bin/pip install torch transformers trl gguf datasets
+    V/bin/python scripts/bench_trl.py [--steps 3] [--threads 2] [--eos]
 """
 import argparse
 import json
@@ -24,11 +26,16 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-TEMPLATE = "{question}\n\nSolve the following math problem step by step. Put your final answer inside \\boxed{{}}."
+# trlvr's DEFAULT_TEMPLATE (the paper's suffix), as the bench feeds it: no chat template.
+TEMPLATE = (
+    "{question} Solve the following math problem step by step. Put your final answer inside "
+    "\\boxed{{}}, like \\boxed{{42}} or \\boxed{{\\frac{{1}}{{2}}}}."
+)
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=3)
 parser.add_argument("--threads", type=int, default=2)
+parser.add_argument("--eos", action="store_true", help="let responses stop at EOS")
 args = parser.parse_args()
 torch.set_num_threads(args.threads)
 
@@ -64,14 +71,15 @@ def reward(completions, answer, **_):
     return [float(norm(last_box(c)) == norm(a)) for c, a in zip(completions, answer)]
 
 
-generation = []
+generation, generation_cpu = [], []
 generate = model.generate
 
 
 def timed_generate(*a, **k):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     out = generate(*a, **k)
     generation.append(time.perf_counter() - t)
+    generation_cpu.append(time.process_time() - c)
     return out
 
 
@@ -80,13 +88,18 @@ model.generate = timed_generate
 
 class StepTimes(TrainerCallback):
     def __init__(self):
-        self.times, self.start = [], None
+        self.times, self.cpu, self.lengths, self.start = [], [], [], None
 
     def on_step_begin(self, *_, **__):
-        self.start = time.perf_counter()
+        self.start = (time.perf_counter(), time.process_time())
 
     def on_step_end(self, *_, **__):
-        self.times.append(time.perf_counter() - self.start)
+        self.times.append(time.perf_counter() - self.start[0])
+        self.cpu.append(time.process_time() - self.start[1])
+
+    def on_log(self, _args, _state, _control, logs=None, **__):
+        if logs and "completions/mean_length" in logs:
+            self.lengths.append(logs["completions/mean_length"])
 
 
 times = StepTimes()
@@ -112,13 +125,21 @@ config = GRPOConfig(
     save_strategy="no",
     report_to=[],
     seed=0,
+    generation_kwargs={} if args.eos else {"min_new_tokens": 64},
 )
 trainer = GRPOTrainer(model=model, reward_funcs=reward, args=config, train_dataset=dataset, processing_class=tokenizer)
 trainer.add_callback(times)
 trainer.train()
-steps = times.times[1:]  # the first is a warm-up
-gens = generation[1 : 1 + len(steps)] if len(generation) > len(steps) else generation[-len(steps):]
-step, gen = statistics.median(steps), statistics.median(gens)
+n = len(times.times) - 1  # the first step is a warm-up
+steps, gens = times.times[1:], generation[-n:]
+rest = [s - g for s, g in zip(steps, gens)]
+rest_cpu = [c - gc for c, gc in zip(times.cpu[1:], generation_cpu[-n:])]
+step, gen, upd = statistics.median(steps), statistics.median(gens), statistics.median(rest)
+gen_cpu = statistics.median([c / w for c, w in zip(generation_cpu[-n:], gens)])
+upd_cpu = statistics.median([c / w for c, w in zip(rest_cpu, rest)])
+length = statistics.median(times.lengths[1:]) if len(times.lengths) > 1 else float("nan")
 print(f"TRL {__import__('trl').__version__}, torch {torch.__version__}, {args.threads} threads")
-print(f"| TRL GRPOTrainer | step {step:.2f} s | generation {gen:.2f} s | rest (log-probs, update) {step - gen:.2f} s |")
-print(json.dumps({"step_s": step, "generation_s": gen, "steps": steps}))
+print("| | step (s) | generation (s) | rest: log-probs, update (s) | response tokens | CPU generation | CPU rest |")
+print("|---|---|---|---|---|---|---|")
+print(f"| TRL GRPOTrainer | {step:.2f} | {gen:.2f} | {upd:.2f} | {length:.1f} | {100 * gen_cpu:.0f}% | {100 * upd_cpu:.0f}% |")
+print(json.dumps({"step_s": step, "generation_s": gen, "rest_s": upd, "response_len": length, "steps": steps}))

@@ -66,6 +66,7 @@ enum Command {
 static GUARD: trlvr::testing::fuzz::AllocationGuard = trlvr::testing::fuzz::AllocationGuard;
 
 fn main() -> Result<()> {
+    trlvr::device::keep_freed_memory();
     match Cli::parse().command {
         Command::Demo(args) => demo::run(&args),
         Command::Handoff(args) => handoff::run(&args),

@@ -343,7 +343,7 @@ impl StepProgress {
         };
         let line = format!(
             "step {}/{}  reward {:.3}  acc {:.3}  senior {:.2}  len {:.0}/{}  trunc {:.2}  loss {:+.4}  \
-             clip {:.3}  gnorm {:.3}  lr {:.2e}  {:.1} s (rollout {:.1}, π_old {:.1}, update {:.1}), {:.0} tok/s{scale}{validation}",
+             clip {:.3}  gnorm {:.3}  lr {:.2e}  {:.1} s (rollout {:.1}, π_old {:.1}, update {:.1}), {:.0} tok/s, {:.0}% CPU{scale}{validation}",
             m.step,
             self.total,
             m.reward_mean,
@@ -361,6 +361,7 @@ impl StepProgress {
             m.time_old_s,
             m.time_update_s,
             m.tokens_per_s,
+            100.0 * (m.cpu_rollout_s + m.cpu_update_s) / m.time_s.max(1e-9),
         );
         if self.terminal {
             self.bar.set_position(m.step as u64);

@@ -115,6 +115,8 @@ fn timeless(m: &StepMetrics) -> StepMetrics {
         time_rollout_s: 0.0,
         time_old_s: 0.0,
         time_update_s: 0.0,
+        cpu_rollout_s: 0.0,
+        cpu_update_s: 0.0,
         ..m.clone()
     }
 }
@@ -158,11 +160,14 @@ fn each_arm_trains_and_only_the_senior_moves() {
             "time_rollout_s",
             "time_old_s",
             "time_update_s",
+            "cpu_rollout_s",
+            "cpu_update_s",
         ] {
             assert!(first.get(key).is_some_and(|v| !v.is_null()), "{arm}: no {key} in {first}");
         }
         let m = metrics(&run);
         assert!(m.iter().all(|m| m.loss.is_finite() && m.grad_norm.is_finite()), "{arm}");
+        assert!(m.iter().all(|m| m.cpu_rollout_s > 0.0 && m.cpu_update_s > 0.0), "{arm}: no CPU time");
         assert!(m[1].validation_pass1.is_some(), "{arm}: validation every 2 steps");
         match arm {
             "trlvr" => assert!(m.iter().all(|m| m.senior_share > 0.2 && m.senior_share < 0.8), "{arm}"),

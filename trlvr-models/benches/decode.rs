@@ -106,10 +106,15 @@ fn profile(model: &Decoder, b: usize, past: usize) {
         rows.push((name.to_string(), started.elapsed().as_secs_f64() / 3.0 * 1e3));
     };
     let layers = &model.layers;
-    // The decoder's few-row projection: (Wᵀ xᵀ)ᵀ.
+    // The decoder's projection: (Wᵀ xᵀ)ᵀ for one row, x W for more.
     let proj = |layer: &burn::nn::Linear, x: Tensor<3>| {
         let [b, t, d] = x.dims();
-        layer.weight.val().transpose().matmul(x.reshape([b * t, d]).transpose()).transpose()
+        let x = x.reshape([b * t, d]);
+        if b * t == 1 {
+            layer.weight.val().transpose().matmul(x.transpose()).transpose()
+        } else {
+            x.matmul(layer.weight.val())
+        }
     };
     time("rms norms (2/layer)", &mut || {
         for l in layers {
@@ -169,12 +174,10 @@ fn profile(model: &Decoder, b: usize, past: usize) {
         }
     });
     let x2 = x.clone().reshape([b, d]);
-    time("mlp gate+up (W^T x^T)", &mut || {
+    time("mlp gate+up", &mut || {
         for l in layers {
-            let gw = l.mlp.gate_proj.weight.val();
-            let uw = l.mlp.up_proj.weight.val();
-            let _ = gw.transpose().matmul(x2.clone().transpose()).transpose();
-            let _ = uw.transpose().matmul(x2.clone().transpose()).transpose();
+            let _ = proj(&l.mlp.gate_proj, x.clone());
+            let _ = proj(&l.mlp.up_proj, x.clone());
         }
     });
     time("silu * up (elementwise)", &mut || {
@@ -265,6 +268,7 @@ fn irregular(model: &Decoder) -> (f64, f64) {
 }
 
 fn main() {
+    trlvr::device::keep_freed_memory();
     if std::env::args().any(|a| a == "--profile") {
         let model = smollm2_135m().init(&Device::default());
         flip_threshold(&model);

@@ -62,6 +62,7 @@ use std::time::Instant;
 
 use burn::optim::{AdamWConfig, ModuleOptimizer};
 use burn::tensor::GradientCheckpointingStrategy;
+use cpu_time::ProcessTime;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -239,6 +240,13 @@ pub struct StepMetrics {
     pub time_old_s: f64,
     /// ... forward, backward and optimizer updates.
     pub time_update_s: f64,
+    /// Process CPU time (all threads) of the rollouts: over `time_rollout_s`, how many
+    /// cores they kept busy.
+    #[serde(default)]
+    pub cpu_rollout_s: f64,
+    /// ... and of π_old and the updates, against `time_old_s + time_update_s`.
+    #[serde(default)]
+    pub cpu_update_s: f64,
     /// Solo pass@1 on the validation set, on the steps that validate.
     pub validation_pass1: Option<f64>,
 }
@@ -420,6 +428,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
         let c = self.config.clone();
         let step = self.state.step;
         let start = Instant::now();
+        let cpu_start = ProcessTime::now();
         // 1. prompts
         let picked = batch_indices(c.seed, step, c.prompts_per_step, self.task.train.len());
         let prompts: Vec<Vec<TokenId>> = picked.iter().map(|&i| self.task.train[i].prompt.clone()).collect();
@@ -436,6 +445,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
             .map(|(r, text)| self.task.verifier.verify(text, &self.task.train[picked[r.prompt]].reference))
             .collect();
         let time_rollout = start.elapsed().as_secs_f64();
+        let cpu_rollout = cpu_start.elapsed();
         // 4. advantages
         let values: Vec<f32> = rewards.iter().map(|r| r.value).collect();
         let adv = advantages(&values, c.group_size, c.advantage)?;
@@ -465,6 +475,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
         self.state.step += 1;
 
         let time = start.elapsed().as_secs_f64();
+        let cpu = cpu_start.elapsed();
         let tokens: usize = rollouts.iter().map(|r| r.tokens.len()).sum();
         let n = rollouts.len() as f64;
         let senior_tokens: usize =
@@ -497,6 +508,8 @@ impl<'a, P: Policy> Trainer<'a, P> {
             time_rollout_s: time_rollout,
             time_old_s: report.time_old,
             time_update_s: report.time_update,
+            cpu_rollout_s: cpu_rollout.as_secs_f64(),
+            cpu_update_s: (cpu - cpu_rollout).as_secs_f64(),
             validation_pass1: None,
         };
         let samples = rollouts
