@@ -11,13 +11,13 @@
 //! per-token overheads hide what a real step costs.
 //!
 //! `cargo bench --bench train_step` (`-- --steps N` for more measured steps, `-- --eos`
-//! to let responses stop at EOS)
+//! to let responses stop at EOS, `-- --device tch` for LibTorch's CPU backend, built with
+//! `--features tch` and `LIBTORCH` set as `.ci/libtorch.sh` prints)
 
 #![allow(clippy::print_stdout)] // a bench command reports on stdout
 
 use std::path::Path;
 
-use burn::prelude::*;
 use trlvr::data::{DEFAULT_TEMPLATE, DataSpec, Dataset, Layout, user_message};
 use trlvr::prelude::*;
 use trlvr::train::{Example, StepMetrics, Task, TrainConfig, Trainer};
@@ -46,9 +46,15 @@ fn main() -> anyhow::Result<()> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(3usize);
     let stop_at_eos = args.iter().any(|a| a == "--eos");
+    let name = args
+        .iter()
+        .position(|a| a == "--device")
+        .and_then(|i| args.get(i + 1))
+        .map_or("flex", String::as_str);
+    let device = trlvr::device::parse_device(name)?;
     let path = smollm2();
-    let (senior, _, tokenizer) = load_gguf(&path, &Device::default().autodiff())?;
-    let (junior, _, _) = load_gguf(&path, &Device::default())?;
+    let (senior, _, tokenizer) = load_gguf(&path, &device.clone().autodiff())?;
+    let (junior, _, _) = load_gguf(&path, &device)?;
     let eos: Vec<TokenId> =
         ["<|im_end|>", "<|endoftext|>"].iter().filter_map(|t| tokenizer.token_to_id(t)).collect();
     // Responses run to 64 tokens when the one stop token is one the model does not
@@ -94,7 +100,7 @@ fn main() -> anyhow::Result<()> {
     let grpo = Grpo::new(GrpoConfig::default())?;
     let (solo, word) = (Solo::senior(), WordBoundary::new(0.5, 32)?);
     let length = if stop_at_eos { "<= 64 new tokens" } else { "64 new tokens (EOS ignored)" };
-    println!("SmolLM2-135M, GSM8K, 2 prompts x 8 rollouts, {length}, T 0.6, one update; flex CPU");
+    println!("SmolLM2-135M, GSM8K, 2 prompts x 8 rollouts, {length}, T 0.6, one update; {name}");
     println!("median of {steps} steps after one warm-up step; CPU: process CPU time over wall time\n");
     println!(
         "| arm | step (s) | rollout (s) | π_old (s) | update (s) | tokens | tok/s | CPU rollout | CPU update |"
