@@ -97,8 +97,7 @@ pub fn run(args: &Args) -> Result<()> {
     let datasets = args.data.iter().map(|d| resolve(d, args.limit)).collect::<Result<Vec<_>>>()?;
     let device = parse_device(&args.device)?;
     let load = |path: &Path| -> Result<Loaded> {
-        Ok(Loaded::from_path(&resolve_model(&path.to_string_lossy())?, &device)?
-            .in_precision(args.precision.dtype))
+        Ok(Loaded::from_path(&resolve_model(&path.to_string_lossy())?, &device)?.frozen(args.precision.dtype))
     };
     let senior = load(&args.senior)?;
     let junior = args.junior.as_deref().map(load).transpose()?;

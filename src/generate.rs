@@ -40,7 +40,7 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device)?;
-    let model = Loaded::from_path(&args.model, &device)?.in_precision(args.precision.dtype);
+    let model = Loaded::from_path(&args.model, &device)?.frozen(args.precision.dtype);
     let classes = TokenClasses::from_tokenizer(&model.tokenizer, &model.eos)?;
     let prompt = model.prompt(&args.prompt, args.raw)?;
     let config = RolloutConfig {

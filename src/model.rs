@@ -72,12 +72,14 @@ impl Loaded {
         Ok(Self { decoder, config, tokenizer, eos })
     }
 
-    /// The model with its weights cast to `precision` and its forward pass run in it
-    /// (`None`: as loaded).
-    pub fn in_precision(mut self, precision: Option<Precision>) -> Self {
+    /// The model as a copy that only generates and scores: its weights cast to
+    /// `precision` and its forward pass run in it (`None`: as loaded), laid out for
+    /// decoding ([`Decoder::with_decode_layout`]).
+    pub fn frozen(mut self, precision: Option<Precision>) -> Self {
         if let Some(precision) = precision {
             self.decoder = self.decoder.with_compute_dtype(precision.dtype()).with_weights_in_compute_dtype();
         }
+        self.decoder = self.decoder.with_decode_layout();
         self
     }
 

@@ -54,7 +54,7 @@ struct Item {
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device)?;
-    let model = Loaded::from_path(&args.model, &device)?.in_precision(args.precision.dtype);
+    let model = Loaded::from_path(&args.model, &device)?.frozen(args.precision.dtype);
     let reader = crate::input::open(&args.input)?;
     let mut out = std::io::stdout().lock();
     let mut pending = Vec::new();

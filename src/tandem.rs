@@ -73,7 +73,7 @@ fn parse_catch_up(name: &str) -> Result<CatchUp, String> {
 pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device)?;
     let load = |path: &PathBuf| {
-        Ok::<_, anyhow::Error>(Loaded::from_path(path, &device)?.in_precision(args.precision.dtype))
+        Ok::<_, anyhow::Error>(Loaded::from_path(path, &device)?.frozen(args.precision.dtype))
     };
     let senior = load(&args.senior)?;
     let junior = args.junior.as_ref().map(load).transpose()?;

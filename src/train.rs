@@ -189,7 +189,7 @@ pub fn run(args: &Args) -> Result<()> {
                 None => senior_path.clone(),
             };
             let junior = Loaded::from_path(&junior_path, &junior_device)?
-                .in_precision(recipe.junior.as_ref().and_then(|j| j.dtype));
+                .frozen(recipe.junior.as_ref().and_then(|j| j.dtype));
             if junior.tokenizer.get_vocab(true) != senior.tokenizer.get_vocab(true) {
                 bail!("senior and junior tokenizers differ: they must share a vocabulary (method.md §1)");
             }

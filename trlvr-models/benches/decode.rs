@@ -6,6 +6,9 @@
 //! Prints a markdown table. `scripts/bench_transformers.py` does the same with PyTorch;
 //! pass its JSON output as `TRLVR_BENCH_REFERENCE=path` to add ratio columns.
 //!
+//! The models decode as trlvr's frozen copies do, their projections in the decode layout
+//! (`Decoder::with_decode_layout`); `--trained-layout` keeps the layout a model trains in.
+//!
 //! `cargo bench -p trlvr-models --bench decode [-- FILTER]` runs the cases whose name
 //! contains `FILTER` (e.g. `smollm2`, `b8`); `--irregular` adds SmolLM2 decode rates
 //! for ragged feeds and for half the rows; `--profile` instead times the parts of one
@@ -270,7 +273,7 @@ fn irregular(model: &Decoder) -> (f64, f64) {
 fn main() {
     trlvr::device::keep_freed_memory();
     if std::env::args().any(|a| a == "--profile") {
-        let model = smollm2_135m().init(&Device::default());
+        let model = smollm2_135m().init(&Device::default()).with_decode_layout();
         flip_threshold(&model);
         profile(&model, 8, 160);
         profile(&model, 1, 160);
@@ -295,6 +298,11 @@ fn main() {
             continue;
         }
         let model = config.init(&device);
+        let model = if std::env::args().any(|a| a == "--trained-layout") {
+            model
+        } else {
+            model.with_decode_layout()
+        };
         // Warm up: first touches of the weights and the allocator.
         let _ = model.start(&[&[1, 2, 3, 4]], 1).unwrap().1.into_data();
         if irregular_too {

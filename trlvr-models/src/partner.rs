@@ -240,9 +240,10 @@ impl Partner for Decoder {
 
 impl Policy for Decoder {
     /// With a compute dtype, the copy holds its weights in it
-    /// ([`Decoder::with_weights_in_compute_dtype`]).
+    /// ([`Decoder::with_weights_in_compute_dtype`]); on the CPU its projections are laid
+    /// out for decoding ([`Decoder::with_decode_layout`]).
     fn frozen(&self) -> Self {
-        self.valid().with_weights_in_compute_dtype()
+        self.valid().with_weights_in_compute_dtype().with_decode_layout()
     }
 
     fn log_probs(&self, batch: &TokenBatch, temperature: f32) -> trlvr::Result<Tensor<2>> {
