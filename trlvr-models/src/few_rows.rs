@@ -62,7 +62,7 @@ mod cpu {
     /// - `x`: `[rows, in]`, `weight`: `[in, out]`, `bias`: `[out]` -> `[rows, out]`
     pub(crate) fn project(x: &Tensor<2>, weight: &Tensor<2>, bias: Option<&Tensor<1>>) -> Option<Tensor<2>> {
         let [rows, d] = x.dims();
-        if rows > MAX_ROWS || d * weight.dims()[1] < MIN_FLOATS {
+        if rows == 0 || rows > MAX_ROWS || d * weight.dims()[1] < MIN_FLOATS {
             return None;
         }
         let w = flex_f32(weight).filter(is_decode_layout)?;
@@ -71,15 +71,12 @@ mod cpu {
             Some(b) => Some(flex_f32(b)?.to_contiguous()),
             None => None,
         };
+        let bias = match &bias {
+            Some(b) => Some(b.as_slice::<f32>()?),
+            None => None,
+        };
         let out = w.layout().shape()[1];
-        let y = product(
-            x.as_slice::<f32>()?,
-            &w.storage::<f32>()[..d * out],
-            bias.as_ref().and_then(|b| b.as_slice::<f32>()),
-            rows,
-            d,
-            out,
-        );
+        let y = product(x.as_slice::<f32>()?, &w.storage::<f32>()[..d * out], bias, rows, d, out);
         Some(Tensor::from_primitive::<Flex>(FlexTensor::from_data(TensorData::new(y, [rows, out]))))
     }
 
@@ -292,7 +289,9 @@ mod cpu {
             let x = Tensor::<2>::random([2, 512], Distribution::Default, &device);
             assert!(project(&x, &w, None).is_none(), "row-major weights are not streamed");
             let many = Tensor::<2>::random([MAX_ROWS + 1, 512], Distribution::Default, &device);
-            assert!(project(&many, &decode_layout(w), None).is_none());
+            assert!(project(&many, &decode_layout(w.clone()), None).is_none());
+            let none = Tensor::<2>::zeros([0, 512], &device);
+            assert!(project(&none, &decode_layout(w.clone()), None).is_none(), "no rows, no product");
             let small = Tensor::<2>::random([128, 384], Distribution::Default, &device);
             assert!(!in_decode_layout(&decode_layout(small)), "small weights keep the gemm's layout");
         }
