@@ -91,15 +91,14 @@ mod cpu {
     /// Whether a `[in, out]` tensor is stored `[out, in]`, from the start of its storage.
     fn is_decode_layout(w: &FlexTensor) -> bool {
         let layout = w.layout();
-        let [d, _] = [layout.shape()[0], layout.shape()[1]];
-        layout.strides() == [1, d as isize] && layout.start_offset() == 0
+        layout.strides() == [1, layout.shape()[0] as isize] && layout.start_offset() == 0
     }
 
     /// `y = x · wᵀ + bias` with `x` `[rows, d]`, `w` `[out, d]`, all row-major.
     fn product(x: &[f32], w: &[f32], bias: Option<&[f32]>, rows: usize, d: usize, out: usize) -> Vec<f32> {
         // Each task writes its outputs' column of `yᵀ` (`[out, rows]`), then one pass transposes.
         let mut yt = vec![0.0f32; out * rows];
-        let per_task = (TASK_FLOATS / d.max(1)).next_multiple_of(4).max(4);
+        let per_task = (TASK_FLOATS / d).next_multiple_of(4).max(4);
         let task = |(i, yt): (usize, &mut [f32])| {
             let first = i * per_task;
             let n = yt.len() / rows;
