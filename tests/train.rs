@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::prelude::*;
+use trlvr::collective::{Collective, Threads};
 use trlvr::mask::Normalizer;
 use trlvr::objective::{Metrics, ObjectiveOutput};
 use trlvr::plugin::Registry;
@@ -910,5 +911,175 @@ fn fuzz_checkpoint_files() {
     }
     for dir in [saved, work] {
         let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// Training ranks as threads ([`Threads`]): `n` trainers, one per rank, each with its own
+/// senior; rank 0 writes `run`. Returns the final weights of every rank and how many
+/// rollouts each rank rolled out during the steps.
+fn fit_ranks(
+    n: usize,
+    config: &TrainConfig,
+    schedule: &dyn HandoffSchedule,
+    objective: &dyn Objective,
+    run: &RunDir,
+) -> Vec<(Vec<f32>, usize)> {
+    let (classes, train) = (classes(), examples());
+    let junior = fixture("qwen3-tiny-tied", &Device::default());
+    let ranks = Threads::group(n);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = ranks
+            .iter()
+            .map(|rank| {
+                let (classes, train, junior) = (&classes, &train, &junior);
+                s.spawn(move || {
+                    let senior = fixture("qwen3-tiny-tied", &Device::default().autodiff());
+                    let mut trainer = Trainer::new(
+                        config.clone(),
+                        senior,
+                        junior,
+                        schedule,
+                        objective,
+                        task(train, classes),
+                    )
+                    .unwrap()
+                    .with_collective(rank)
+                    .unwrap();
+                    let mut rows = 0;
+                    let mut count = |p: trlvr::train::FitProgress| {
+                        if let trlvr::train::FitProgress::Rollout(p) = p
+                            && p.steps == 1
+                        {
+                            rows += p.rows;
+                        }
+                    };
+                    trainer.fit(run, &mut |_| {}, &mut count).unwrap();
+                    (params(trainer.senior()), rows)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn two_ranks_train_as_one_process() {
+    let grpo = Grpo::new(GrpoConfig::default()).unwrap();
+    let kl = JuniorKl::new(GrpoConfig::default(), 0.05).unwrap();
+    let word = WordBoundary::new(0.5, 32).unwrap();
+    let solo = Solo::senior();
+    let arms: [(&str, &dyn HandoffSchedule, &dyn Objective); 2] =
+        [("trlvr", &word, &grpo), ("kl-reg", &solo, &kl)];
+    for (arm, schedule, objective) in arms {
+        // Two mini-batches a step, micro-batches that cut groups, a batch-wide advantage.
+        let config =
+            TrainConfig { advantage: AdvantageNorm::BatchStd, sync_check_every: 1, lr: 1e-4, ..config(3) };
+        let (one, two) = (
+            RunDir::open(temp_dir(&format!("one-{arm}"))).unwrap(),
+            RunDir::open(temp_dir(&format!("two-{arm}"))).unwrap(),
+        );
+        let single = fit_ranks(1, &config, schedule, objective, &one);
+        let pair = fit_ranks(2, &config, schedule, objective, &two);
+        let (a, b) = (metrics(&one), metrics(&two));
+        assert_eq!(a.len(), 3);
+        for (x, y) in a.iter().zip(&b) {
+            // Rollouts and rewards exactly; the update up to the order of sums.
+            let exact = |m: &StepMetrics| {
+                (
+                    m.reward_mean,
+                    m.accuracy,
+                    m.response_len_mean,
+                    m.senior_share,
+                    m.rows_updated,
+                    m.validation_pass1,
+                )
+            };
+            assert_eq!(exact(x), exact(y), "{arm} step {}", x.step);
+            for (name, p, q) in [
+                ("loss", x.loss, y.loss),
+                ("grad_norm", x.grad_norm, y.grad_norm),
+                ("clip_frac", x.clip_frac, y.clip_frac),
+                ("kl", x.kl.unwrap_or(0.0), y.kl.unwrap_or(0.0)),
+            ] {
+                // The loss sums advantage-weighted terms of unit scale that nearly cancel: its
+                // rounding is relative to that scale, not to the sum.
+                assert!((p - q).abs() <= 1e-5 * p.abs().max(0.1), "{arm} step {} {name}: {p} vs {q}", x.step);
+            }
+        }
+        assert!(a.iter().any(|m| m.loss != 0.0), "{arm}: some update carried loss");
+        let weights = &single[0].0;
+        let initial = params(&fixture("qwen3-tiny-tied", &Device::default()));
+        for (rank, (w, rows)) in pair.iter().enumerate() {
+            // Adam divides by the gradients' scale, so sums in another order move a weight
+            // by up to ~lr; as a whole the weights agree to float rounding.
+            let norm = |v: &mut dyn Iterator<Item = f32>| v.map(|x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+            let diff =
+                norm(&mut weights.iter().zip(w).map(|(p, q)| p - q)) / norm(&mut weights.iter().copied());
+            let worst =
+                weights.iter().zip(w).map(|(p, q)| (p - q).abs() / p.abs().max(1e-2)).fold(0.0f32, f32::max);
+            assert!(
+                diff <= 1e-5 && worst <= 1e-4,
+                "{arm} rank {rank}: weights differ by {diff:e} (worst {worst:e})"
+            );
+            assert_ne!(weights, &initial, "{arm}: the weights moved");
+            assert!(single[0].1 == 3 * 32 && *rows * 2 == single[0].1, "{arm} rank {rank} rolled out {rows} rows");
+        }
+        assert!(
+            two.checkpoints().unwrap().len() >= 1 && pair[0].0 == pair[1].0,
+            "{arm}: ranks hold the same weights"
+        );
+        for run in [one, two] {
+            let _ = std::fs::remove_dir_all(run.root());
+        }
+    }
+}
+
+#[test]
+fn ranks_that_cannot_split_or_do_not_match_are_refused_on_every_rank() {
+    let (classes, train) = (classes(), examples());
+    let junior = fixture("qwen3-tiny-tied", &Device::default());
+    let grpo = Grpo::new(GrpoConfig::default()).unwrap();
+    let solo = Solo::senior();
+    // 3 ranks cannot share mini-batches of 2 prompt groups.
+    let ranks = Threads::group(3);
+    let senior = fixture("qwen3-tiny-tied", &Device::default().autodiff());
+    let trainer = Trainer::new(config(1), senior, &junior, &solo, &grpo, task(&train, &classes)).unwrap();
+    let error = trainer.with_collective(&ranks[0]).unwrap_err().to_string();
+    assert!(error.contains("3 ranks cannot share mini-batches of 2"), "{error}");
+    // Rank 1 has other weights, then other settings: both ranks fail, naming rank 1.
+    for other in ["weights", "settings"] {
+        let ranks = Threads::group(2);
+        let errors: Vec<String> = std::thread::scope(|s| {
+            let handles: Vec<_> = ranks
+                .iter()
+                .map(|rank| {
+                    let (classes, train, junior, grpo, solo) = (&classes, &train, &junior, &grpo, &solo);
+                    s.spawn(move || {
+                        let differs = rank.rank() == 1;
+                        let name = if differs && other == "weights" {
+                            "qwen3-tiny-untied"
+                        } else {
+                            "qwen3-tiny-tied"
+                        };
+                        let senior = fixture(name, &Device::default().autodiff());
+                        let seed = if differs && other == "settings" { 12 } else { 11 };
+                        let trainer = Trainer::new(
+                            TrainConfig { seed, ..config(1) },
+                            senior,
+                            junior,
+                            solo,
+                            grpo,
+                            task(train, classes),
+                        )
+                        .unwrap();
+                        trainer.with_collective(rank).unwrap_err().to_string()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for e in errors {
+            assert!(e.contains("rank(s) [1] of 2 have a different"), "{other}: {e}");
+        }
     }
 }

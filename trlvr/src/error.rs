@@ -70,6 +70,9 @@ pub enum Error {
     /// Two evaluations cannot be paired: other problems or other settings (all named).
     #[error("not comparable: {0}")]
     Incomparable(String),
+    /// Ranks of a data-parallel job disagree, or their transport failed.
+    #[error("ranks: {0}")]
+    Collective(String),
     /// Reading a tensor back from the device failed.
     #[error("tensor read-back: {0}")]
     Read(String),

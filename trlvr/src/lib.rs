@@ -22,6 +22,7 @@
 //! | the tandem rollout engine, sampling | [`rollout`] |
 //! | plugins: a registry of named objectives, schedules, partners; dynamic loading | [`plugin`] |
 //! | the trainer: steps, validation, checkpoints, exact resume | [`train`] |
+//! | data parallelism: ranks, sums over ranks, MPI (feature `mpi`) | [`collective`] |
 //! | the supervised (next-token) stage | [`train::sft`] |
 //! | the demo's task: running sums in a plain and a shorthand notation | [`demo`] |
 //! | group advantages | [`advantage`] |
@@ -74,6 +75,7 @@
 
 pub mod advantage;
 pub mod bigram;
+pub mod collective;
 pub mod data;
 pub mod demo;
 pub mod device;

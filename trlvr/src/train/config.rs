@@ -131,6 +131,10 @@ pub struct TrainConfig {
     /// memory (docs/memory.md). Burn sets it on the device, so the senior must live on
     /// `device.autodiff().gradient_checkpointing()`; `trlvr train` does that.
     pub gradient_checkpointing: bool,
+    /// With several ranks ([`Trainer::with_collective`](super::Trainer::with_collective)):
+    /// compare a fingerprint of the senior's weights across ranks every this many steps
+    /// (0 = never); weights that drifted apart stop the run with an error.
+    pub sync_check_every: usize,
     /// Dynamic loss scaling ([`LossScaling`]): needed by a senior computing in f16, whose
     /// small activation gradients would otherwise underflow. Off by default.
     pub loss_scaling: Option<LossScaling>,
@@ -166,6 +170,7 @@ impl Default for TrainConfig {
             keep_last: 2,
             samples_per_step: 2,
             gradient_checkpointing: false,
+            sync_check_every: 10,
             loss_scaling: None,
         }
     }

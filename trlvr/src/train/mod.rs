@@ -76,9 +76,10 @@ pub use sft::{SftConfig, SftExample, fit_sft, sft_loss};
 pub use update::{MicroBatch, micro_batch_grads, objective_batch, sequences};
 
 use crate::advantage::advantages;
+use crate::collective::{Collective, Shard, Single, agree, weights_fingerprint};
 use crate::model::{Partner, Policy};
 use crate::objective::Objective;
-use crate::rollout::{Progress, Rollout, RolloutConfig, RolloutEngine};
+use crate::rollout::{Progress, Rollout, RolloutConfig, RolloutEngine, streams};
 use crate::schedule::{HandoffSchedule, Solo};
 use crate::token::{Owner, TokenId};
 use crate::verifier::Verifier;
@@ -311,6 +312,7 @@ pub struct Trainer<'a, P: Policy> {
     optimizer: ModuleOptimizer,
     state: TrainState,
     export: Option<Exporter<'a, P>>,
+    collective: &'a dyn Collective,
 }
 
 /// Writes the senior in an interchange format (Hugging Face safetensors, say) into a
@@ -385,7 +387,39 @@ impl<'a, P: Policy> Trainer<'a, P> {
             optimizer,
             state: TrainState { loss_scale, ..TrainState::default() },
             export: None,
+            collective: &Single,
         })
+    }
+
+    /// Trains as one rank of `collective` (data parallelism; [`crate::collective`]): each
+    /// rank rolls out its share of every mini-batch's prompt groups, gradients are summed
+    /// over ranks before the clip, and every rank takes the same optimizer step. Every rank
+    /// calls it, after any [`Trainer::resume`]; only rank 0 writes the run's files in
+    /// [`Trainer::fit`].
+    ///
+    /// # Errors
+    /// [`Error::Config`] unless the number of ranks divides `mini_batch_prompts`;
+    /// [`Error::Collective`] on every rank when some rank's settings or senior weights
+    /// differ from rank 0's.
+    pub fn with_collective(mut self, collective: &'a dyn Collective) -> Result<Self> {
+        let c = &self.config;
+        Shard::new(
+            c.prompts_per_step,
+            c.mini_batch_prompts,
+            c.group_size,
+            collective.rank(),
+            collective.size(),
+        )?;
+        let settings = serde_json::to_vec(c).map_err(|e| Error::Config(e.to_string()))?;
+        agree(collective, "[train] settings", xxhash_rust::xxh3::xxh3_64(&settings))?;
+        agree(collective, "senior weights", weights_fingerprint(self.senior())?)?;
+        self.collective = collective;
+        Ok(self)
+    }
+
+    /// The ranks this trainer is one of ([`Single`] unless [`Trainer::with_collective`]).
+    pub fn collective(&self) -> &dyn Collective {
+        self.collective
     }
 
     /// Also writes each checkpoint's weights with `export` (e.g. Hugging Face safetensors).
@@ -429,29 +463,45 @@ impl<'a, P: Policy> Trainer<'a, P> {
         let step = self.state.step;
         let start = Instant::now();
         let cpu_start = ProcessTime::now();
-        // 1. prompts
+        // 1. prompts: every rank draws the step's prompts and rolls out its share
+        let ranks = self.collective;
+        let shard =
+            Shard::new(c.prompts_per_step, c.mini_batch_prompts, c.group_size, ranks.rank(), ranks.size())?;
         let picked = batch_indices(c.seed, step, c.prompts_per_step, self.task.train.len());
-        let prompts: Vec<Vec<TokenId>> = picked.iter().map(|&i| self.task.train[i].prompt.clone()).collect();
+        let all: Vec<Vec<TokenId>> = picked.iter().map(|&i| self.task.train[i].prompt.clone()).collect();
+        // Random streams keyed by the global prompt position: N ranks sample what one would.
+        let all_streams = streams(&all);
+        let prompts: Vec<Vec<TokenId>> = shard.prompts.iter().map(|&p| all[p].clone()).collect();
+        let prompt_streams: Vec<u64> = shard.prompts.iter().map(|&p| all_streams[p]).collect();
+        let reference = |r: &Rollout| &self.task.train[picked[shard.prompts[r.prompt]]].reference;
         // 2. rollouts, by a copy that cannot record gradients
         let copy = rollout_copy(self.senior())?;
         let rollouts = RolloutEngine::new(&copy, self.junior, self.task.classes, rollout_config(&c, step))?
-            .generate_with(&prompts, self.schedule, on_rollout)?;
+            .generate_streams(&prompts, &prompt_streams, self.schedule, on_rollout)?;
         // 3. rewards
         let texts: Vec<String> =
             rollouts.iter().map(|r| self.task.text.text(&r.tokens)).collect::<Result<_>>()?;
         let rewards: Vec<_> = rollouts
             .iter()
             .zip(&texts)
-            .map(|(r, text)| self.task.verifier.verify(text, &self.task.train[picked[r.prompt]].reference))
+            .map(|(r, text)| self.task.verifier.verify(text, reference(r)))
             .collect();
+        // Every rank learns every row's reward and counts: advantages (a batch-wide
+        // normalisation too) and the loss denominators are the single process's.
+        let rows = RowTable::gather(ranks, &shard, c.prompts_per_step * c.group_size, &rollouts, &rewards)?;
         let time_rollout = start.elapsed().as_secs_f64();
         let cpu_rollout = cpu_start.elapsed();
         // 4. advantages
-        let values: Vec<f32> = rewards.iter().map(|r| r.value).collect();
-        let adv = advantages(&values, c.group_size, c.advantage)?;
+        let all_advantages = advantages(&rows.rewards, c.group_size, c.advantage)?;
+        let adv: Vec<f32> = shard.rows.iter().map(|&g| all_advantages[g]).collect();
         // 5-6. π_old, then the updates
         let lr = c.lr_schedule.at(step, c.steps, c.lr);
         let inputs = update::Inputs { prompts: &prompts, rollouts: &rollouts, advantages: &adv };
+        let global = update::Global {
+            collective: ranks,
+            senior_tokens: &rows.senior_tokens,
+            advantages: &all_advantages,
+        };
         let senior = self.senior.take().expect("the senior is present between calls");
         // The rollout copy (the same weights) scores π_old, then goes.
         let models = update::Models { senior, copy, junior: self.junior };
@@ -461,6 +511,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
             self.objective,
             &mut self.optimizer,
             &inputs,
+            &global,
             lr,
             self.state.loss_scale.as_mut(),
         );
@@ -473,24 +524,25 @@ impl<'a, P: Policy> Trainer<'a, P> {
         };
         self.senior = Some(senior);
         self.state.step += 1;
+        if ranks.size() > 1 && c.sync_check_every > 0 && self.state.step.is_multiple_of(c.sync_check_every) {
+            let what = format!("senior weights after step {} (they drifted apart)", self.state.step);
+            agree(ranks, &what, weights_fingerprint(self.senior())?)?;
+        }
 
         let time = start.elapsed().as_secs_f64();
         let cpu = cpu_start.elapsed();
-        let tokens: usize = rollouts.iter().map(|r| r.tokens.len()).sum();
-        let n = rollouts.len() as f64;
-        let senior_tokens: usize =
-            rollouts.iter().map(|r| r.owners.iter().filter(|&&o| o == Owner::Senior).count()).sum();
+        let n = rows.rewards.len() as f64;
+        let tokens: usize = rows.lengths.iter().sum();
+        let senior_tokens: usize = rows.senior_tokens.iter().sum();
         let metrics = StepMetrics {
             step: step + 1,
             epoch: step * c.prompts_per_step / self.task.train.len() + 1,
-            reward_mean: values.iter().map(|&v| f64::from(v)).sum::<f64>() / n,
-            accuracy: rewards.iter().filter(|r| r.correct).count() as f64 / n,
+            reward_mean: rows.rewards.iter().map(|&v| f64::from(v)).sum::<f64>() / n,
+            accuracy: rows.correct.iter().filter(|&&c| c).count() as f64 / n,
             senior_share: senior_tokens as f64 / tokens.max(1) as f64,
             response_len_mean: tokens as f64 / n,
-            response_len_max: rollouts.iter().map(|r| r.tokens.len()).max().unwrap_or(0),
-            truncation_rate: rollouts.iter().filter(|r| r.finish == crate::schedule::Finish::Length).count()
-                as f64
-                / n,
+            response_len_max: rows.lengths.iter().copied().max().unwrap_or(0),
+            truncation_rate: rows.truncated.iter().filter(|&&t| t).count() as f64 / n,
             rows_updated: report.rows,
             loss: report.loss,
             clip_frac: report.clip_frac,
@@ -519,7 +571,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
             .map(|(r, reward)| {
                 Ok(Sample {
                     step: step + 1,
-                    reference: self.task.train[picked[r.prompt]].reference.clone(),
+                    reference: reference(r).clone(),
                     reward: reward.value,
                     reason: reward.reason.clone(),
                     text: marked_text(r, self.task.text)?,
@@ -559,23 +611,39 @@ impl<'a, P: Policy> Trainer<'a, P> {
             ..RolloutConfig::default()
         };
         let engine = RolloutEngine::solo(&copy, self.task.classes, config)?;
-        let mut correct = 0usize;
-        let mut total = 0usize;
+        let ranks = self.collective;
+        let mut counts = [0.0f64; 2];
         let problems = self.task.validation.len();
         for (k, chunk) in self.task.validation.chunks(c.prompts_per_step).enumerate() {
             let prompts: Vec<Vec<TokenId>> = chunk.iter().map(|e| e.prompt.clone()).collect();
+            let chunk_streams = streams(&prompts);
+            // Each rank a contiguous share of the chunk, streams keyed as in one process.
+            let mine =
+                ranks.rank() * chunk.len() / ranks.size()..(ranks.rank() + 1) * chunk.len() / ranks.size();
+            if mine.is_empty() {
+                continue;
+            }
             let done = k * c.prompts_per_step;
+            let correct = counts[0] as usize;
             let mut report =
                 |rollout| on_progress(FitProgress::Validation { done, problems, correct, rollout });
-            for r in engine.generate_with(&prompts, &Solo::senior(), &mut report)? {
+            let rollouts = engine.generate_streams(
+                &prompts[mine.clone()],
+                &chunk_streams[mine.clone()],
+                &Solo::senior(),
+                &mut report,
+            )?;
+            for r in rollouts {
                 let text = self.task.text.text(&r.tokens)?;
-                correct += usize::from(
-                    self.task.validation_verifier.verify(&text, &chunk[r.prompt].reference).correct,
-                );
-                total += 1;
+                let reference = &chunk[mine.start + r.prompt].reference;
+                counts[0] +=
+                    f64::from(u8::from(self.task.validation_verifier.verify(&text, reference).correct));
+                counts[1] += 1.0;
             }
         }
-        Ok(Some(correct as f64 / total.max(1) as f64))
+        ranks.sum_f64(&mut counts)?;
+        let [correct, total] = counts;
+        Ok(Some(correct / total.max(1.0)))
     }
 }
 
@@ -628,6 +696,52 @@ fn mix(a: u64, b: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// Per-row figures of a step's rollouts on every rank, in the step's row order.
+struct RowTable {
+    rewards: Vec<f32>,
+    correct: Vec<bool>,
+    lengths: Vec<usize>,
+    senior_tokens: Vec<usize>,
+    truncated: Vec<bool>,
+}
+
+impl RowTable {
+    /// Each rank fills its own rows, the rest stay 0, and a sum over ranks completes the
+    /// table (adding zeros is exact).
+    fn gather(
+        ranks: &dyn Collective,
+        shard: &Shard,
+        total_rows: usize,
+        rollouts: &[Rollout],
+        rewards: &[crate::verifier::Reward],
+    ) -> Result<Self> {
+        const COLUMNS: usize = 5;
+        if rollouts.len() != shard.rows.len() {
+            return Err(Error::Shape(format!("{} rollouts for {} rows", rollouts.len(), shard.rows.len())));
+        }
+        let mut table = vec![0.0f64; total_rows * COLUMNS];
+        for ((r, reward), &g) in rollouts.iter().zip(rewards).zip(&shard.rows) {
+            let senior = r.owners.iter().filter(|&&o| o == Owner::Senior).count();
+            table[g * COLUMNS..(g + 1) * COLUMNS].copy_from_slice(&[
+                f64::from(reward.value),
+                f64::from(u8::from(reward.correct)),
+                r.tokens.len() as f64,
+                senior as f64,
+                f64::from(u8::from(r.finish == crate::schedule::Finish::Length)),
+            ]);
+        }
+        ranks.sum_f64(&mut table)?;
+        let column = |k: usize| table.chunks(COLUMNS).map(move |row| row[k]);
+        Ok(Self {
+            rewards: column(0).map(|v| v as f32).collect(),
+            correct: column(1).map(|v| v > 0.0).collect(),
+            lengths: column(2).map(|v| v as usize).collect(),
+            senior_tokens: column(3).map(|v| v as usize).collect(),
+            truncated: column(4).map(|v| v > 0.0).collect(),
+        })
+    }
 }
 
 /// The response with each author's run marked `[S]` or `[J]`.

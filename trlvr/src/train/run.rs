@@ -190,7 +190,7 @@ impl<P: Policy> Trainer<'_, P> {
     }
 
     /// Trains to `config.steps`, from wherever the state is: each step's metrics and
-    /// samples appended to the run's files, validation every `validate_every` steps and
+    /// samples appended to the run's files (by rank 0 alone when there are several ranks), validation every `validate_every` steps and
     /// after the last, a checkpoint every `checkpoint_every` steps, after the last, and
     /// whenever validation finds a new best. `on_step` sees every metrics line,
     /// `on_progress` the rollouts of steps and validation as they go.
@@ -222,13 +222,16 @@ impl<P: Policy> Trainer<'_, P> {
                     }
                 }
             }
-            run.append(&run.metrics_path(), &out.metrics)?;
-            for sample in &out.samples {
-                run.append(&run.samples_path(), sample)?;
+            let writes = self.collective.rank() == 0;
+            if writes {
+                run.append(&run.metrics_path(), &out.metrics)?;
+                for sample in &out.samples {
+                    run.append(&run.samples_path(), sample)?;
+                }
             }
             on_step(&out.metrics);
             let due = c.checkpoint_every > 0 && step.is_multiple_of(c.checkpoint_every);
-            if due || last || new_best {
+            if writes && (due || last || new_best) {
                 self.save_checkpoint(&run.checkpoint_dir(step))?;
                 run.retain(c.keep_last, self.state.best.map(|(s, _)| s))?;
             }

@@ -12,6 +12,7 @@ use burn::tensor::DType;
 
 use super::config::TrainConfig;
 use super::scaling::LossScale;
+use crate::collective::{Collective, all_gather};
 use crate::mask::{Normalizer, RolloutMasks};
 use crate::model::{Partner, Policy};
 use crate::objective::{Metrics, Objective, ObjectiveBatch, host};
@@ -24,6 +25,15 @@ pub(super) struct Inputs<'r> {
     pub prompts: &'r [Vec<TokenId>],
     pub rollouts: &'r [Rollout],
     pub advantages: &'r [f32],
+}
+
+/// The step's rows on every rank (all of them with one rank), in the step's row order:
+/// the denominators and the "does this mini-batch carry loss" decisions are the same on
+/// every rank, and gradients are summed over ranks.
+pub(super) struct Global<'g> {
+    pub collective: &'g dyn Collective,
+    pub senior_tokens: &'g [usize],
+    pub advantages: &'g [f32],
 }
 
 /// The models of the update: the senior that trains, its gradient-free copy of the same
@@ -59,10 +69,12 @@ struct Micro {
     reference: Option<Vec<f32>>,
 }
 
-/// One PPO mini-batch: its denominators and its micro-batches.
+/// One PPO mini-batch: its denominators, its micro-batches (this rank's rows) and how
+/// many rows carry loss on all ranks.
 struct MiniBatch {
     normalizer: Normalizer,
     micros: Vec<Micro>,
+    carrying: usize,
 }
 
 /// π_old, then one optimizer update per mini-batch (skipped, with `loss_scale` halved,
@@ -74,12 +86,14 @@ pub(super) fn run<P: Policy>(
     objective: &dyn Objective,
     optimizer: &mut ModuleOptimizer,
     inputs: &Inputs<'_>,
+    global: &Global<'_>,
     lr: f64,
     mut loss_scale: Option<&mut LossScale>,
 ) -> std::result::Result<(P, Report), (P, Error)> {
     let start = Instant::now();
     let Models { mut senior, copy, junior } = models;
-    let mut minis = plan(c, objective, inputs);
+    let ranks = global.collective;
+    let mut minis = plan(c, objective, inputs, global);
     let scored = old_log_probs(c, &copy, junior, objective, inputs, &mut minis);
     drop(copy);
     if let Err(e) = scored {
@@ -91,19 +105,26 @@ pub(super) fn run<P: Policy>(
     let mut totals = Metrics::new();
     let mut updates = 0usize;
     for mini in &minis {
-        if mini.micros.is_empty() && c.skip_empty_updates {
+        if mini.carrying == 0 && c.skip_empty_updates {
             report.empty += 1;
             continue;
         }
         let scale = loss_scale.as_deref().map_or(1.0, |s| s.scale);
-        // No row carries loss: the gradient is zero, and AdamW still steps on it (its
-        // moments decay, weight decay moves the weights), as verl and TRL do.
+        // No row carries loss (here, or on any rank): the gradient is zero, and AdamW still
+        // steps on it (its moments decay, weight decay moves the weights), as verl and TRL do.
         let grads = if mini.micros.is_empty() {
             Ok((zero_grads(&senior), Metrics::new()))
         } else {
             mini_batch_grads(c, &senior, objective, inputs, mini, scale)
         };
-        let (grads, metrics) = match grads {
+        let summed = grads.and_then(|(grads, metrics)| {
+            if ranks.size() > 1 && mini.carrying > 0 {
+                Ok((sum_over_ranks(&senior, grads, ranks)?, metrics))
+            } else {
+                Ok((grads, metrics))
+            }
+        });
+        let (grads, metrics) = match summed {
             Ok(done) => done,
             Err(e) => return Err((senior, e)),
         };
@@ -125,16 +146,22 @@ pub(super) fn run<P: Policy>(
             Err(e) => return Err((senior, e)),
         }
         senior = optimizer.step(lr, senior, grads);
-        if mini.micros.is_empty() {
+        if mini.carrying == 0 {
             report.empty += 1;
             continue;
         }
         updates += 1;
         report.grad_norm += norm;
-        report.rows += mini.micros.iter().map(|m| m.rows.len()).sum::<usize>();
+        report.rows += mini.carrying;
         for (k, v) in metrics {
             *totals.entry(k).or_default() += v;
         }
+    }
+    if ranks.size() > 1 {
+        totals = match sum_metrics(ranks, &totals) {
+            Ok(sum) => sum,
+            Err(e) => return Err((senior, e)),
+        };
     }
     let per_update = updates.max(1) as f64;
     report.grad_norm /= per_update;
@@ -154,35 +181,75 @@ pub(super) fn run<P: Policy>(
     Ok((senior, report))
 }
 
-/// Mini-batches of `mini_batch_prompts` prompts (G rows each), and within each the rows
-/// that can carry loss, cut into micro-batches. A row without senior tokens never
-/// carries loss; a row with zero advantage carries none either when the objective has
-/// no reference term (and `skip_zero_advantage` is on). Denominators count every row.
-fn plan(c: &TrainConfig, objective: &dyn Objective, inputs: &Inputs<'_>) -> Vec<MiniBatch> {
-    let rows_per_mini = c.mini_batch_prompts * c.group_size;
+/// Mini-batches of `mini_batch_prompts` prompts (G rows each; this rank's share of each),
+/// and within each the rows that can carry loss, cut into micro-batches. A row without
+/// senior tokens never carries loss; a row with zero advantage carries none either when
+/// the objective has no reference term (and `skip_zero_advantage` is on). Denominators
+/// count every row of the mini-batch, on every rank.
+fn plan(
+    c: &TrainConfig,
+    objective: &dyn Objective,
+    inputs: &Inputs<'_>,
+    global: &Global<'_>,
+) -> Vec<MiniBatch> {
     let skip_zero = c.skip_zero_advantage && !objective.needs_reference();
+    let carries = |tokens: usize, advantage: f32| tokens > 0 && !(skip_zero && advantage == 0.0);
+    let all_rows = c.mini_batch_prompts * c.group_size;
+    let my_rows = all_rows / global.collective.size();
     let senior_tokens = |r: &Rollout| r.owners.iter().filter(|&&o| o == Owner::Senior).count();
     (0..inputs.rollouts.len())
-        .step_by(rows_per_mini)
-        .map(|first| {
-            let rows = first..(first + rows_per_mini).min(inputs.rollouts.len());
-            let counts: Vec<usize> = rows.clone().map(|i| senior_tokens(&inputs.rollouts[i])).collect();
+        .step_by(my_rows)
+        .enumerate()
+        .map(|(m, first)| {
+            let all = m * all_rows..((m + 1) * all_rows).min(global.senior_tokens.len());
+            let counts = &global.senior_tokens[all.clone()];
             let normalizer = Normalizer {
                 tokens: counts.iter().sum(),
                 sequences: counts.iter().filter(|&&n| n > 0).count(),
             };
-            let kept: Vec<usize> = rows
-                .zip(&counts)
-                .filter(|&(i, &n)| n > 0 && !(skip_zero && inputs.advantages[i] == 0.0))
-                .map(|(i, _)| i)
+            let carrying = all.filter(|&g| carries(global.senior_tokens[g], global.advantages[g])).count();
+            let kept: Vec<usize> = (first..(first + my_rows).min(inputs.rollouts.len()))
+                .filter(|&i| carries(senior_tokens(&inputs.rollouts[i]), inputs.advantages[i]))
                 .collect();
             let micros = kept
                 .chunks(c.micro_batch_rows)
                 .map(|rows| Micro { rows: rows.to_vec(), old: None, reference: None })
                 .collect();
-            MiniBatch { normalizer, micros }
+            MiniBatch { normalizer, micros, carrying }
         })
         .collect()
+}
+
+/// The sum over ranks of every parameter's gradient (zero where a rank has none), in one
+/// flat host buffer, written back on the parameters' devices and dtypes.
+fn sum_over_ranks<M: Module>(
+    module: &M,
+    grads: GradientsParams,
+    ranks: &dyn Collective,
+) -> Result<GradientsParams> {
+    let mut flat = Flatten { grads, seen: HashSet::new(), values: Vec::new(), error: None };
+    module.visit(&mut flat);
+    if let Some(e) = flat.error {
+        return Err(e);
+    }
+    let Flatten { grads, mut values, .. } = flat;
+    ranks.sum_f32(&mut values)?;
+    let mut back = Unflatten { grads, seen: HashSet::new(), values: &values, at: 0 };
+    module.visit(&mut back);
+    Ok(back.grads)
+}
+
+/// Metric totals summed over ranks (each rank's keys, merged in rank order).
+fn sum_metrics(ranks: &dyn Collective, totals: &Metrics) -> Result<Metrics> {
+    let mine = serde_json::to_vec(totals).map_err(|e| Error::Collective(e.to_string()))?;
+    let mut sum = Metrics::new();
+    for bytes in all_gather(ranks, &mine)? {
+        let theirs: Metrics = serde_json::from_slice(&bytes).map_err(|e| Error::Collective(e.to_string()))?;
+        for (k, v) in theirs {
+            *sum.entry(k).or_default() += v;
+        }
+    }
+    Ok(sum)
 }
 
 /// `prompt ++ response` of the given rows, and where each row's response starts.
@@ -455,6 +522,53 @@ impl ModuleVisitor for Zeros {
         if self.seen.insert(param.id) && value.is_require_grad() {
             self.grads.register(param.id, value.inner().zeros_like());
         }
+    }
+}
+
+/// Every trainable parameter's gradient (zero where absent) appended to one f32 buffer,
+/// in visiting order; the gradients are taken out.
+struct Flatten {
+    grads: GradientsParams,
+    seen: HashSet<ParamId>,
+    values: Vec<f32>,
+    error: Option<Error>,
+}
+
+impl ModuleVisitor for Flatten {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let value = param.val();
+        if self.error.is_some() || !self.seen.insert(param.id) || !value.is_require_grad() {
+            return;
+        }
+        let grad = self.grads.remove::<D>(param.id).unwrap_or_else(|| value.inner().zeros_like());
+        match host(grad.cast(DType::F32)) {
+            Ok(values) => self.values.extend(values),
+            Err(e) => self.error = Some(e),
+        }
+    }
+}
+
+/// [`Flatten`] undone: each parameter's slice of the buffer as its gradient.
+struct Unflatten<'v> {
+    grads: GradientsParams,
+    seen: HashSet<ParamId>,
+    values: &'v [f32],
+    at: usize,
+}
+
+impl ModuleVisitor for Unflatten<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let value = param.val();
+        if !self.seen.insert(param.id) || !value.is_require_grad() {
+            return;
+        }
+        let shape = value.shape();
+        let n = shape.num_elements();
+        let data = TensorData::new(self.values[self.at..self.at + n].to_vec(), shape);
+        self.at += n;
+        let inner = value.inner();
+        let grad = Tensor::<D>::from_data(data, (&inner.device(), DType::F32)).cast(inner.dtype());
+        self.grads.register(param.id, grad);
     }
 }
 
