@@ -11,6 +11,7 @@ mod model;
 mod options;
 mod plugins;
 mod progress;
+mod ranks;
 mod recipe;
 mod score;
 mod tandem;

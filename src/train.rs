@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use trlvr::data::{Dataset, ReferenceFormat, hold_out, user_message};
+use trlvr::collective::agree;
+use trlvr::data::{Dataset, ReferenceFormat, hash_files, hold_out, user_message};
 use trlvr::device::parse_device;
 use trlvr::plugin::Registry;
 use trlvr::prelude::*;
@@ -15,6 +16,7 @@ use trlvr_models::Decoder;
 use trlvr_verifiers::{Extraction, MathVerifier, extract};
 
 use crate::model::{Loaded, resolve_model};
+use crate::ranks::Ranks;
 use crate::recipe::{Precision, Recipe};
 
 /// Arguments of `trlvr train`.
@@ -108,8 +110,14 @@ fn task_examples(
     Ok((train, validation, train_format, validation_format))
 }
 
-/// Runs the command.
+/// Runs the command: as one process, or as one of the ranks `mpirun`/`srun` started.
 pub fn run(args: &Args) -> Result<()> {
+    let ranks = Ranks::connect()?;
+    let result = train(args, &ranks);
+    ranks.finish(result)
+}
+
+fn train(args: &Args, ranks: &Ranks) -> Result<()> {
     let (mut recipe, out) = match (&args.resume, &args.config) {
         (Some(dir), _) => {
             if !dir.join("config.toml").exists() {
@@ -140,10 +148,11 @@ pub fn run(args: &Args) -> Result<()> {
     }
 
     // Models, each on its device: the senior records gradients; the junior never does.
-    let senior_device =
-        parse_device(&recipe.senior.device).context("senior.device (or --senior-device, --device)")?;
-    let junior_device =
-        parse_device(recipe.junior_device()).context("junior.device (or --junior-device, --device)")?;
+    // `cuda:local`: the GPU of this rank's index on its node.
+    let senior_device = parse_device(&ranks.device(&recipe.senior.device))
+        .context("senior.device (or --senior-device, --device)")?;
+    let junior_device = parse_device(&ranks.device(recipe.junior_device()))
+        .context("junior.device (or --junior-device, --device)")?;
     let senior_path = resolve_model(&recipe.senior.path)?;
     let mut training_device = senior_device.clone().autodiff();
     if recipe.train.gradient_checkpointing {
@@ -175,12 +184,14 @@ pub fn run(args: &Args) -> Result<()> {
                     senior.config.vocab_size
                 );
             }
-            eprintln!(
-                "junior.partner {:?}: {} token ids like the senior; its tokenizer cannot be compared, so make sure \
-                 it is the senior's",
-                named.name,
-                partner.vocab_size()
-            );
+            if ranks.leads() {
+                eprintln!(
+                    "junior.partner {:?}: {} token ids like the senior; its tokenizer cannot be compared, so make \
+                     sure it is the senior's",
+                    named.name,
+                    partner.vocab_size()
+                );
+            }
             Box::new(partner)
         }
         None => {
@@ -223,25 +234,60 @@ pub fn run(args: &Args) -> Result<()> {
 
     let run = RunDir::open(&out)?;
     if args.resume.is_some() {
-        let (last, damaged) = run.last_good_checkpoint()?;
-        for e in &damaged {
-            eprintln!("warning: {e}; set aside as .damaged, falling back to the checkpoint before");
+        // Rank 0 picks the checkpoint (setting damaged ones aside) and trims the logs; every
+        // rank resumes from the one it picked.
+        let mut picked = Vec::new();
+        if ranks.leads() {
+            let (last, damaged) = run.last_good_checkpoint()?;
+            for e in &damaged {
+                eprintln!("warning: {e}; set aside as .damaged, falling back to the checkpoint before");
+            }
+            run.rewind(last.as_ref().map_or(0, |(step, _)| *step))?;
+            picked = last.map(|(step, _)| (step as u64).to_le_bytes().to_vec()).unwrap_or_default();
         }
-        run.rewind(last.as_ref().map_or(0, |(step, _)| *step))?;
-        if let Some((step, dir)) = last {
-            trainer = trainer.resume(&dir).with_context(|| format!("resuming from {}", dir.display()))?;
-            eprintln!("resuming {} from step {step}", out.display());
-        } else {
-            eprintln!("no complete checkpoint in {}: starting again from step 0", out.display());
+        ranks.collective().broadcast(&mut picked, 0)?;
+        match <[u8; 8]>::try_from(picked.as_slice()).map(|b| u64::from_le_bytes(b) as usize) {
+            Ok(step) => {
+                let dir = run.checkpoint_dir(step);
+                trainer = trainer.resume(&dir).with_context(|| format!("resuming from {}", dir.display()))?;
+                if ranks.leads() {
+                    eprintln!("resuming {} from step {step}", out.display());
+                }
+            }
+            Err(_) if ranks.leads() => {
+                eprintln!("no complete checkpoint in {}: starting again from step 0", out.display());
+            }
+            Err(_) => {}
         }
-    } else {
+    }
+    // Every rank must run the same build on the same recipe, settings and weights; this
+    // waits for all of them.
+    if ranks.size() > 1 {
+        let build = std::env::current_exe().context("finding this executable")?;
+        agree(ranks.collective(), "trlvr build", &hash_files(&[build])?.to_le_bytes())?;
+        agree(ranks.collective(), "recipe", recipe.to_toml()?.as_bytes())?;
+    }
+    trainer = trainer.with_collective(ranks.collective())?;
+    if args.resume.is_none() && ranks.leads() {
         // Written last of all set-up, and atomically: its presence means "a run is here".
         let tmp = out.join("config.toml.tmp");
         std::fs::write(&tmp, recipe.to_toml()?).with_context(|| format!("writing {}", tmp.display()))?;
         std::fs::rename(&tmp, out.join("config.toml"))?;
     }
+    if !ranks.leads() {
+        let rows = std::cell::Cell::new(0);
+        trainer.fit(&run, &mut |_| {}, &mut |p| count_rollouts(&rows, p)).context("training stopped")?;
+        eprintln!(
+            "rank {} of {}: {} rollouts written here",
+            ranks.collective().rank(),
+            ranks.size(),
+            rows.get()
+        );
+        return Ok(());
+    }
+    let on = if ranks.size() > 1 { format!(" on each of {} ranks", ranks.size()) } else { String::new() };
     eprintln!(
-        "training {} (arm {}, schedule {}, objective {}) for {} steps on {} (junior on {}); run directory {}",
+        "training {} (arm {}, schedule {}, objective {}) for {} steps on {}{on} (junior on {}); run directory {}",
         senior_path.display(),
         recipe.arm.name(),
         schedule.name(),
@@ -268,15 +314,32 @@ pub fn run(args: &Args) -> Result<()> {
         eprintln!("the junior's weights and forward pass are {}", precision.name());
     }
     let progress = StepProgress::new(recipe.train.steps, trainer.state().step);
-    trainer.fit(&run, &mut |m| progress.step(m), &mut |p| progress.progress(p)).with_context(|| {
+    let rows = std::cell::Cell::new(0);
+    let on_progress = &mut |p| {
+        count_rollouts(&rows, p);
+        progress.progress(p);
+    };
+    trainer.fit(&run, &mut |m| progress.step(m), on_progress).with_context(|| {
         format!("training stopped; the last complete checkpoint is in {}", out.join("checkpoints").display())
     })?;
     progress.bar.finish_and_clear();
+    if ranks.size() > 1 {
+        eprintln!("rank 0 of {}: {} rollouts written here", ranks.size(), rows.get());
+    }
     if let Some((step, score)) = trainer.state().best {
         eprintln!("best validation pass@1 {score:.3} at step {step}: {}", run.checkpoint_dir(step).display());
     }
     eprintln!("done: {} (metrics.jsonl, samples.jsonl, checkpoints/)", out.display());
     Ok(())
+}
+
+/// Adds a training step's rollouts (this rank's) to `rows`, at the step's first token.
+fn count_rollouts(rows: &std::cell::Cell<usize>, p: FitProgress) {
+    if let FitProgress::Rollout(p) = p
+        && p.steps == 1
+    {
+        rows.set(rows.get() + p.rows);
+    }
 }
 
 /// A bar over steps on a terminal (live figures in its message), plain lines otherwise.

@@ -1022,7 +1022,10 @@ fn two_ranks_train_as_one_process() {
                 "{arm} rank {rank}: weights differ by {diff:e} (worst {worst:e})"
             );
             assert_ne!(weights, &initial, "{arm}: the weights moved");
-            assert!(single[0].1 == 3 * 32 && *rows * 2 == single[0].1, "{arm} rank {rank} rolled out {rows} rows");
+            assert!(
+                single[0].1 == 3 * 32 && *rows * 2 == single[0].1,
+                "{arm} rank {rank} rolled out {rows} rows"
+            );
         }
         assert!(
             two.checkpoints().unwrap().len() >= 1 && pair[0].0 == pair[1].0,

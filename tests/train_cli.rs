@@ -629,3 +629,194 @@ fn a_disk_full_during_a_save_keeps_the_previous_checkpoint() {
     same_end(&whole, &split);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `mpirun -np N trlvr train` (feature `mpi`; Open MPI): ranks train as one process, a
+/// rank that dies ends the job, ranks that cannot or do not match are refused.
+#[cfg(feature = "mpi")]
+mod mpi {
+    use super::*;
+
+    /// `mpirun -np <np> trlvr <args>`, then more `: -np 1 <program> <args>` blocks (MPMD).
+    fn mpirun(np: usize, args: &[&str], more: &[(&Path, &[&str])]) -> Command {
+        let mut command = Command::new("mpirun");
+        // Root in CI containers; loopback TCP and shared memory without ptrace.
+        command
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+            .args(["--oversubscribe", "-np", &np.to_string(), env!("CARGO_BIN_EXE_trlvr")])
+            .args(args);
+        for (program, args) in more {
+            command.args([":", "-np", "1"]).arg(program).args(*args);
+        }
+        command.current_dir(env!("CARGO_MANIFEST_DIR")).stdin(Stdio::null());
+        command
+    }
+
+    fn run(mut command: Command) -> (i32, String) {
+        let out = command.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code().unwrap_or(-1), text)
+    }
+
+    /// Two mini-batches of two prompt groups a step (each rank takes one group of each), a
+    /// learning rate at which Adam does not magnify rounding (see tests/train.rs).
+    const SETS: [&str; 6] = [
+        "--set",
+        "train.prompts_per_step=4",
+        "--set",
+        "train.mini_batch_prompts=2",
+        "--set",
+        "train.lr=1e-4",
+    ];
+
+    fn train_args<'a>(config: &'a Path, out: &'a Path) -> Vec<&'a str> {
+        let mut args = vec!["train", "--config", config.to_str().unwrap(), "--out", out.to_str().unwrap()];
+        args.extend(SETS);
+        args
+    }
+
+    fn weights(run: &Path, step: usize) -> Vec<f32> {
+        let dir = run.join(format!("checkpoints/step-{step:06}"));
+        let model = trlvr_models::load_hf_dir(&dir, &Device::default()).unwrap().0;
+        struct Flat(Vec<f32>);
+        impl burn::module::ModuleVisitor for Flat {
+            fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<D>>) {
+                self.0.extend(param.val().try_into_vec_as::<f32>().unwrap());
+            }
+        }
+        let mut flat = Flat(Vec::new());
+        burn::module::Module::visit(&model, &mut flat);
+        flat.0
+    }
+
+    #[test]
+    fn two_ranks_train_as_one_process() {
+        let dir = temp("mpi-same");
+        let model = tiny_model(&dir);
+        for arm in ["trlvr", "kl-reg"] {
+            let config = recipe(&dir, &model, arm, 3);
+            let (one, two) = (dir.join(format!("one-{arm}")), dir.join(format!("two-{arm}")));
+            let (code, text) = run(mpirun(1, &train_args(&config, &one), &[]));
+            assert_eq!(code, 0, "{text}");
+            let (code, text) = run(mpirun(2, &train_args(&config, &two), &[]));
+            assert_eq!(code, 0, "{text}");
+            assert!(text.contains("on each of 2 ranks"), "{text}");
+            for rank in 0..2 {
+                // 3 steps of 4 prompts x 4 rollouts: half on each rank.
+                assert!(text.contains(&format!("rank {rank} of 2: 24 rollouts written here")), "{text}");
+            }
+            let (a, b) = (lines(&one.join("metrics.jsonl")), lines(&two.join("metrics.jsonl")));
+            assert_eq!(a.len(), 3);
+            for (x, y) in a.iter().zip(&b) {
+                for key in ["reward_mean", "accuracy", "response_len_mean", "senior_share", "rows_updated"] {
+                    assert_eq!(x[key], y[key], "{arm} step {}: {key}", x["step"]);
+                }
+                for key in ["loss", "grad_norm", "kl"] {
+                    let (p, q) = (x[key].as_f64().unwrap_or(0.0), y[key].as_f64().unwrap_or(0.0));
+                    assert!(
+                        (p - q).abs() <= 1e-5 * p.abs().max(0.1),
+                        "{arm} step {}: {key} {p} vs {q}",
+                        x["step"]
+                    );
+                }
+            }
+            let (w1, w2) = (weights(&one, 3), weights(&two, 3));
+            let norm = |v: &mut dyn Iterator<Item = f32>| v.map(|x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+            let diff = norm(&mut w1.iter().zip(&w2).map(|(p, q)| p - q)) / norm(&mut w1.iter().copied());
+            assert!(diff <= 1e-5, "{arm}: final weights differ by {diff:e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The pid of rank `rank` among `parent`'s children.
+    fn rank_pid(parent: u32, rank: usize) -> Option<u32> {
+        let wanted = format!("OMPI_COMM_WORLD_RANK={rank}");
+        std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let ppid: u32 = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
+            let environ = std::fs::read(entry.path().join("environ")).ok()?;
+            let has = environ.split(|&b| b == 0).any(|v| v == wanted.as_bytes());
+            (ppid == parent && has).then_some(pid)
+        })
+    }
+
+    #[test]
+    fn a_killed_rank_ends_the_job_naming_it_and_resume_finishes_the_same() {
+        let dir = temp("mpi-kill");
+        let model = tiny_model(&dir);
+        let config = recipe(&dir, &model, "trlvr", 6);
+        let (whole, split) = (dir.join("whole"), dir.join("split"));
+        let (code, text) = run(mpirun(2, &train_args(&config, &whole), &[]));
+        assert_eq!(code, 0, "{text}");
+
+        let mut job = mpirun(2, &train_args(&config, &split), &[]);
+        let mut child = job.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let logged = || std::fs::read_to_string(split.join("metrics.jsonl")).map_or(0, |t| t.lines().count());
+        let started = std::time::Instant::now();
+        while logged() < 2 && started.elapsed().as_secs() < 120 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let pid = rank_pid(child.id(), 1).expect("rank 1 is running");
+        assert!(Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap().success());
+        let killed = std::time::Instant::now();
+        // The job ends, it does not hang: poll within a timeout.
+        while child.try_wait().unwrap().is_none() && killed.elapsed().as_secs() < 60 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let ended = child.try_wait().unwrap();
+        if ended.is_none() {
+            child.kill().unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(ended.is_some_and(|s| !s.success()), "the job ended with a failure within 60 s: {text}");
+        assert!(text.contains("rank 1"), "the message names rank 1: {text}");
+        eprintln!("job ended {:.1} s after rank 1 was killed", killed.elapsed().as_secs_f64());
+
+        let (code, text) = run(mpirun(2, &["train", "--resume", split.to_str().unwrap()], &[]));
+        assert_eq!(code, 0, "{text}");
+        assert!(text.contains("resuming"), "{text}");
+        assert_eq!(timeless(&whole.join("metrics.jsonl")), timeless(&split.join("metrics.jsonl")));
+        assert_eq!(weights(&whole, 6), weights(&split, 6), "the resumed job ends with the same weights");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn ranks_that_cannot_split_or_do_not_match_are_refused() {
+        let dir = temp("mpi-refuse");
+        let model = tiny_model(&dir);
+        let config = recipe(&dir, &model, "grpo", 2);
+        let out = dir.join("run");
+        // The recipe's mini-batches hold one prompt group: two ranks cannot share them.
+        let args = ["train", "--config", config.to_str().unwrap(), "--out", out.to_str().unwrap()];
+        let (code, text) = run(mpirun(2, &args, &[]));
+        assert_ne!(code, 0);
+        assert!(text.contains("2 ranks cannot share mini-batches of 1 prompt groups"), "{text}");
+        assert!(!out.join("config.toml").exists(), "nothing written");
+        // Another model file on rank 1, then another build.
+        let other_model = tiny_model(&dir.join("other"));
+        let mut bytes = std::fs::read(other_model.join("model.safetensors")).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(other_model.join("model.safetensors"), bytes).unwrap();
+        let other_config = recipe(&dir.join("other"), &other_model, "grpo", 2);
+        let build = dir.join("trlvr-other-build");
+        let mut exe = std::fs::read(env!("CARGO_BIN_EXE_trlvr")).unwrap();
+        exe.push(0);
+        std::fs::write(&build, exe).unwrap();
+        std::fs::set_permissions(&build, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let exe = Path::new(env!("CARGO_BIN_EXE_trlvr"));
+        let mine = train_args(&config, &out);
+        let theirs = train_args(&other_config, &out);
+        for ((program, args), what) in [((exe, &theirs), "recipe"), ((build.as_path(), &mine), "trlvr build")]
+        {
+            let (code, text) = run(mpirun(1, &mine, &[(program, args.as_slice())]));
+            assert_ne!(code, 0, "{what}");
+            assert!(text.contains(&format!("rank(s) [1] of 2 have a different {what}")), "{what}: {text}");
+            assert!(!out.join("config.toml").exists(), "{what}: nothing written");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

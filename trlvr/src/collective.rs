@@ -94,19 +94,20 @@ pub fn all_gather(collective: &dyn Collective, bytes: &[u8]) -> Result<Vec<Vec<u
         .collect()
 }
 
-/// Checks that every rank holds the same `what` (a fingerprint of it), and fails on every
-/// rank with one message naming the ranks that differ from rank 0.
+/// Checks that every rank holds the same `what` (compared by a hash of `bytes`), and fails
+/// on every rank with one message naming the ranks that differ from rank 0.
 ///
 /// # Errors
 /// [`Error::Collective`] when some rank differs; the transport's.
-pub fn agree(collective: &dyn Collective, what: &str, fingerprint: u64) -> Result<()> {
+pub fn agree(collective: &dyn Collective, what: &str, bytes: &[u8]) -> Result<()> {
     if collective.size() == 1 {
         return Ok(());
     }
-    let mut root = fingerprint.to_le_bytes().to_vec();
+    let mine = xxhash_rust::xxh3::xxh3_64(bytes).to_le_bytes();
+    let mut root = mine.to_vec();
     collective.broadcast(&mut root, 0)?;
     let mut differs = vec![0.0; collective.size()];
-    differs[collective.rank()] = f64::from(u8::from(root != fingerprint.to_le_bytes()));
+    differs[collective.rank()] = f64::from(u8::from(root != mine));
     collective.sum_f64(&mut differs)?;
     let ranks: Vec<usize> = (0..differs.len()).filter(|&r| differs[r] > 0.0).collect();
     if ranks.is_empty() {

@@ -411,8 +411,8 @@ impl<'a, P: Policy> Trainer<'a, P> {
             collective.size(),
         )?;
         let settings = serde_json::to_vec(c).map_err(|e| Error::Config(e.to_string()))?;
-        agree(collective, "[train] settings", xxhash_rust::xxh3::xxh3_64(&settings))?;
-        agree(collective, "senior weights", weights_fingerprint(self.senior())?)?;
+        agree(collective, "[train] settings", &settings)?;
+        agree(collective, "senior weights", &weights_fingerprint(self.senior())?.to_le_bytes())?;
         self.collective = collective;
         Ok(self)
     }
@@ -526,7 +526,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
         self.state.step += 1;
         if ranks.size() > 1 && c.sync_check_every > 0 && self.state.step.is_multiple_of(c.sync_check_every) {
             let what = format!("senior weights after step {} (they drifted apart)", self.state.step);
-            agree(ranks, &what, weights_fingerprint(self.senior())?)?;
+            agree(ranks, &what, &weights_fingerprint(self.senior())?.to_le_bytes())?;
         }
 
         let time = start.elapsed().as_secs_f64();
