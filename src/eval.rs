@@ -12,6 +12,8 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
+use trlvr::collective::agree;
+use trlvr::data::hash_files;
 use trlvr::data::{DEFAULT_TEMPLATE, DataSpec, Dataset, Layout, user_message};
 use trlvr::device::parse_device;
 use trlvr::eval::{EvalConfig, EvalProblem, EvalProgress, EvalSet, Evaluation, Mode, Phase, SampleStore};
@@ -19,6 +21,7 @@ use trlvr::prelude::*;
 
 use crate::model::{Loaded, resolve_model};
 use crate::options::{Grading, PrecisionArgs};
+use crate::ranks::Ranks;
 use crate::recipe::Precision;
 
 /// Arguments of `trlvr eval`.
@@ -92,10 +95,16 @@ struct Resolved {
 
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
+    let ranks = Ranks::connect()?;
+    let result = evaluate(args, &ranks);
+    ranks.finish(result)
+}
+
+fn evaluate(args: &Args, ranks: &Ranks) -> Result<()> {
     let wall = Instant::now();
     // 1. Everything that can be wrong with the input, before any sampling.
     let datasets = args.data.iter().map(|d| resolve(d, args.limit)).collect::<Result<Vec<_>>>()?;
-    let device = parse_device(&args.device)?;
+    let device = parse_device(&ranks.device(&args.device))?;
     let load = |path: &Path| -> Result<Loaded> {
         Ok(Loaded::from_path(&resolve_model(&path.to_string_lossy())?, &device)?.frozen(args.precision.dtype))
     };
@@ -149,7 +158,8 @@ pub fn run(args: &Args) -> Result<()> {
         ..evaluation
     };
     let detokenize = |ids: &[TokenId]| senior.decode(ids).unwrap_or_default();
-    let eval = Evaluation::new(&senior.decoder, junior_model, &classes, config, &detokenize)?;
+    let eval = Evaluation::new(&senior.decoder, junior_model, &classes, config, &detokenize)?
+        .with_collective(ranks.collective());
 
     // 2. The samples: those in the output folder, then the missing ones.
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
@@ -166,8 +176,23 @@ pub fn run(args: &Args) -> Result<()> {
         settings["dtype"] = json!(precision.name());
     }
     let samples_path = args.out.join("samples.jsonl");
-    let mut store = SampleStore::open(&samples_path, &settings)?;
-    if !store.is_empty() {
+    // Rank 0 opens (and mends) the samples file; the other ranks then read what it holds.
+    let mut store = if ranks.leads() { Some(SampleStore::open(&samples_path, &settings)?) } else { None };
+    if ranks.size() > 1 {
+        let build = std::env::current_exe().context("finding this executable")?;
+        agree(ranks.collective(), "trlvr build", &hash_files(&[build])?.to_le_bytes())?;
+        let problems: Vec<_> = sets
+            .iter()
+            .flat_map(|s| s.problems.iter().map(|p| (&s.name, p.id, &p.prompt, &p.reference)))
+            .collect();
+        agree(ranks.collective(), "problems", &serde_json::to_vec(&problems)?)?;
+        agree(ranks.collective(), "evaluation settings", settings.to_string().as_bytes())?;
+    }
+    let mut store = match store.take() {
+        Some(store) => store,
+        None => SampleStore::read(&samples_path, &settings)?,
+    };
+    if !store.is_empty() && ranks.leads() {
         eprintln!("{}: {} problem samples already drawn; resuming", samples_path.display(), store.len());
     }
     let bar = ProgressBar::new(0);
@@ -176,12 +201,24 @@ pub fn run(args: &Args) -> Result<()> {
             .expect("valid template")
             .progress_chars("=> "),
     );
-    let throughput = eval.sample(&sets, &mut store, &mut |p| show(&bar, p))?;
+    let leads = ranks.leads();
+    let throughput = eval.sample(&sets, &mut store, &mut |p| {
+        if leads {
+            show(&bar, p)
+        }
+    })?;
     bar.set_position(0);
-    let report = eval.measure(&sets, &store, throughput, &mut |p| show(&bar, p))?;
+    let report = eval.measure(&sets, &store, throughput, &mut |p| {
+        if leads {
+            show(&bar, p)
+        }
+    })?;
     bar.finish_and_clear();
+    if !ranks.leads() {
+        return Ok(());
+    }
 
-    // 3. eval.json and eval.md.
+    // 3. eval.json and eval.md (rank 0).
     let wall_seconds = wall.elapsed().as_secs_f64();
     let mut out = serde_json::to_value(&report)?;
     out["grading"] = json!(args.grading.name());

@@ -729,6 +729,42 @@ mod mpi {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    #[test]
+    fn two_ranks_evaluate_as_one_process() {
+        let dir = temp("mpi-eval");
+        let model = tiny_model(&dir);
+        let data = dir.join("data.jsonl");
+        std::fs::write(&data, DATA).unwrap();
+        let eval = |np: usize, out: &Path| {
+            // One problem a batch: three batches, dealt 0, 1, then 0 again.
+            let args =
+                ["eval", "--senior", model.to_str().unwrap(), "--data", data.to_str().unwrap(), "--n", "3"];
+            let more = [
+                "--max-new-tokens",
+                "8",
+                "--batch",
+                "1",
+                "--bootstrap",
+                "50",
+                "--out",
+                out.to_str().unwrap(),
+            ];
+            let (code, text) = run(mpirun(np, &[&args[..], &more[..]].concat(), &[]));
+            assert_eq!(code, 0, "{text}");
+            let mut report: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(out.join("eval.json")).unwrap()).unwrap();
+            for key in ["throughput", "wall_seconds", "samples"] {
+                report.as_object_mut().unwrap().remove(key);
+            }
+            (report, std::fs::read(out.join("samples.jsonl")).unwrap())
+        };
+        let (one, two) = (eval(1, &dir.join("one")), eval(2, &dir.join("two")));
+        assert_eq!(one.0["macro"]["problems"], 3, "{}", one.0);
+        assert_eq!(one.0, two.0, "the same figures");
+        assert!(one.1 == two.1, "the same samples, in the same order");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// The pid of rank `rank` among `parent`'s children.
     fn rank_pid(parent: u32, rank: usize) -> Option<u32> {
         let wanted = format!("OMPI_COMM_WORLD_RANK={rank}");

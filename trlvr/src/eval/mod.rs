@@ -71,6 +71,7 @@ pub use report::{Drift, Figures, Legibility, ProblemResult, Report, SetReport, T
 pub use stats::{Bootstrap, Estimate, newcombe, pass_at_k, ratio_of_sums, wilson};
 pub use store::{Mode, ProblemSamples, Sample, SampleStore};
 
+use crate::collective::{Collective, Single, all_gather};
 use crate::model::Partner;
 use crate::rollout::{CatchUp, Progress, RolloutConfig, RolloutEngine, Sampling};
 use crate::schedule::{Finish, HandoffSchedule, Solo, StepAlternation};
@@ -203,6 +204,7 @@ pub struct Evaluation<'m> {
     classes: &'m TokenClasses,
     config: EvalConfig,
     detokenize: Detokenize<'m>,
+    ranks: &'m dyn Collective,
 }
 
 impl std::fmt::Debug for Evaluation<'_> {
@@ -241,7 +243,18 @@ impl<'m> Evaluation<'m> {
             return Err(Error::Config("batch_problems, max_rounds and max_new_tokens must be >= 1".into()));
         }
         config.sampling.validate()?;
-        Ok(Self { senior, junior, classes, config, detokenize })
+        Ok(Self { senior, junior, classes, config, detokenize, ranks: &Single })
+    }
+
+    /// Evaluates as one rank of `ranks` (data parallelism; [`crate::collective`]): the
+    /// batches of problems are dealt out in turn, each rank measures every `size`-th
+    /// problem, and every rank ends with all samples and the whole report, the same as one
+    /// process's. Every rank calls [`Evaluation::sample`] and [`Evaluation::measure`] with
+    /// a store holding the same samples; only rank 0's needs to write its file.
+    #[must_use]
+    pub fn with_collective(mut self, ranks: &'m dyn Collective) -> Self {
+        self.ranks = ranks;
+        self
     }
 
     /// The configuration.
@@ -332,46 +345,53 @@ impl<'m> Evaluation<'m> {
                 seconds: throughput.seconds(),
                 batch: None,
             });
-            for batch in todo.chunks(self.config.batch_problems) {
-                let prompts: Vec<Vec<TokenId>> = batch.iter().map(|(_, p, _)| p.prompt.clone()).collect();
-                let streams: Vec<u64> = batch.iter().map(|(_, _, s)| *s).collect();
+            let batches: Vec<_> = todo.chunks(self.config.batch_problems).collect();
+            // One batch per rank at a time, in order; every rank then stores them all.
+            for round in batches.chunks(self.ranks.size()) {
                 let start = Instant::now();
                 let (base_tokens, base_seconds) = (throughput.tokens(), throughput.seconds());
-                let rollouts =
-                    engine.generate_streams(&prompts, &streams, schedule.as_ref(), &mut |step| {
-                        on_progress(EvalProgress {
-                            phase,
-                            done,
-                            total,
-                            tokens: base_tokens + step.tokens,
-                            seconds: base_seconds + start.elapsed().as_secs_f64(),
-                            batch: Some(step),
-                        });
-                    })?;
-                let seconds = start.elapsed().as_secs_f64();
-                let tokens: usize = rollouts.iter().map(|r| r.tokens.len()).sum();
+                let mut records = Vec::new();
+                let mut tokens = 0;
+                if let Some(batch) = round.get(self.ranks.rank()) {
+                    let prompts: Vec<Vec<TokenId>> = batch.iter().map(|(_, p, _)| p.prompt.clone()).collect();
+                    let streams: Vec<u64> = batch.iter().map(|(_, _, s)| *s).collect();
+                    let rollouts =
+                        engine.generate_streams(&prompts, &streams, schedule.as_ref(), &mut |step| {
+                            on_progress(EvalProgress {
+                                phase,
+                                done,
+                                total,
+                                tokens: base_tokens + step.tokens,
+                                seconds: base_seconds + start.elapsed().as_secs_f64(),
+                                batch: Some(step),
+                            });
+                        })?;
+                    tokens = rollouts.iter().map(|r| r.tokens.len()).sum();
+                    records = batch
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (set, p, _))| ProblemSamples {
+                            set: (*set).to_string(),
+                            id: p.id,
+                            mode,
+                            prompt_hash: prompt_hash(&p.prompt),
+                            samples: rollouts
+                                .iter()
+                                .filter(|r| r.prompt == i)
+                                .map(|r| Sample {
+                                    tokens: r.tokens.clone(),
+                                    owners: Sample::letters(&r.owners),
+                                    finish: r.finish,
+                                })
+                                .collect(),
+                        })
+                        .collect();
+                }
+                let (records, tokens, seconds) =
+                    self.gather_round(records, tokens, start.elapsed().as_secs_f64())?;
                 throughput.add(mode, tokens, seconds);
-                let records = batch
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (set, p, _))| ProblemSamples {
-                        set: (*set).to_string(),
-                        id: p.id,
-                        mode,
-                        prompt_hash: prompt_hash(&p.prompt),
-                        samples: rollouts
-                            .iter()
-                            .filter(|r| r.prompt == i)
-                            .map(|r| Sample {
-                                tokens: r.tokens.clone(),
-                                owners: Sample::letters(&r.owners),
-                                finish: r.finish,
-                            })
-                            .collect(),
-                    })
-                    .collect();
                 store.append(records)?;
-                done += batch.len();
+                done += round.iter().map(|b| b.len()).sum::<usize>();
                 on_progress(EvalProgress {
                     phase,
                     done,
@@ -403,10 +423,15 @@ impl<'m> Evaluation<'m> {
         let total = sets.iter().map(|s| s.problems.len()).sum();
         let mut done = 0;
         let (tokens, seconds) = (throughput.tokens(), throughput.seconds());
-        let mut results = Vec::with_capacity(sets.len());
+        // Rank r measures every size-th problem; the results are then shared in order.
+        let mut mine = Vec::new();
+        let mut index = 0;
         for set in sets {
-            let mut problems = Vec::with_capacity(set.problems.len());
             for p in &set.problems {
+                index += 1;
+                if (index - 1) % self.ranks.size() != self.ranks.rank() {
+                    continue;
+                }
                 let get = |mode| {
                     store.get(&set.name, p.id, mode, prompt_hash(&p.prompt)).ok_or_else(|| {
                         Error::Config(format!(
@@ -416,7 +441,7 @@ impl<'m> Evaluation<'m> {
                     })
                 };
                 let (solo, handoff) = (get(Mode::Solo)?, get(Mode::Handoff)?);
-                problems.push(self.measure_problem(set, p, solo, handoff)?);
+                mine.push(self.measure_problem(set, p, solo, handoff)?);
                 done += 1;
                 on_progress(EvalProgress {
                     phase: Phase::Measuring,
@@ -427,9 +452,55 @@ impl<'m> Evaluation<'m> {
                     batch: None,
                 });
             }
+        }
+        let mut dealt = self.gather_results(mine)?.into_iter();
+        let mut results = Vec::with_capacity(sets.len());
+        for set in sets {
+            let problems = dealt.by_ref().take(set.problems.len()).collect();
             results.push((set.name.clone(), problems));
         }
         Report::from_results(&self.config, results, throughput)
+    }
+
+    /// Every rank's records of a round of batches (in rank order: batch order), the
+    /// round's tokens over all ranks and its slowest rank's seconds.
+    fn gather_round(
+        &self,
+        records: Vec<ProblemSamples>,
+        tokens: usize,
+        seconds: f64,
+    ) -> Result<(Vec<ProblemSamples>, usize, f64)> {
+        if self.ranks.size() == 1 {
+            return Ok((records, tokens, seconds));
+        }
+        let bytes = serde_json::to_vec(&records).map_err(|e| Error::Collective(e.to_string()))?;
+        let mut all = Vec::new();
+        for theirs in all_gather(self.ranks, &bytes)? {
+            let theirs: Vec<ProblemSamples> =
+                serde_json::from_slice(&theirs).map_err(|e| Error::Collective(e.to_string()))?;
+            all.extend(theirs);
+        }
+        let (mut tokens, mut seconds) = ([tokens as f64], [seconds]);
+        self.ranks.sum_f64(&mut tokens)?;
+        self.ranks.max_f64(&mut seconds)?;
+        Ok((all, tokens[0] as usize, seconds[0]))
+    }
+
+    /// The problems' results in evaluation order, from the ranks' dealt shares (rank r
+    /// holds problems r, r + size, ...).
+    fn gather_results(&self, mine: Vec<ProblemResult>) -> Result<Vec<ProblemResult>> {
+        if self.ranks.size() == 1 {
+            return Ok(mine);
+        }
+        let bytes = serde_json::to_vec(&mine).map_err(|e| Error::Collective(e.to_string()))?;
+        let shares: Vec<Vec<ProblemResult>> = all_gather(self.ranks, &bytes)?
+            .iter()
+            .map(|b| serde_json::from_slice(b).map_err(|e| Error::Collective(e.to_string())))
+            .collect::<Result<_>>()?;
+        let total: usize = shares.iter().map(Vec::len).sum();
+        let size = shares.len();
+        let mut shares: Vec<_> = shares.into_iter().map(Vec::into_iter).collect();
+        Ok((0..total).filter_map(|i| shares[i % size].next()).collect())
     }
 
     fn measure_problem(

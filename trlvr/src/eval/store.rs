@@ -95,7 +95,22 @@ impl SampleStore {
     /// written with other settings, or holds a malformed line other than a cut-short last
     /// one.
     pub fn open(path: impl AsRef<Path>, settings: &Value) -> Result<Self> {
-        let path = path.as_ref().to_path_buf();
+        Self::load(path.as_ref(), settings, true)
+    }
+
+    /// The samples `path` holds, kept in memory only: for the ranks other than 0 of a
+    /// data-parallel evaluation, after rank 0 has [opened](SampleStore::open) the file.
+    ///
+    /// # Errors
+    /// As [`SampleStore::open`].
+    pub fn read(path: impl AsRef<Path>, settings: &Value) -> Result<Self> {
+        let mut store = Self::load(path.as_ref(), settings, false)?;
+        store.path = None;
+        Ok(store)
+    }
+
+    fn load(path: &Path, settings: &Value, write: bool) -> Result<Self> {
+        let path = path.to_path_buf();
         let fail = |line: Option<usize>, message: String| Error::Data { path: path.clone(), line, message };
         let mut store = Self { path: Some(path.clone()), records: HashMap::new() };
         let text = match std::fs::read_to_string(&path) {
@@ -104,6 +119,9 @@ impl SampleStore {
             Err(e) => return Err(fail(None, format!("cannot read: {e}"))),
         };
         if text.trim().is_empty() {
+            if !write {
+                return Ok(store);
+            }
             let header = Header { trlvr_eval_samples: 1, settings: settings.clone() };
             let line = serde_json::to_string(&header).expect("settings serialise");
             std::fs::write(&path, line + "\n").map_err(|e| fail(None, format!("cannot write: {e}")))?;
@@ -147,7 +165,7 @@ impl SampleStore {
             }
             offset += line.len();
         }
-        if keep < text.len() || !end.is_empty() {
+        if write && (keep < text.len() || !end.is_empty()) {
             std::fs::write(&path, text[..keep].to_string() + end)
                 .map_err(|e| fail(None, format!("cannot write: {e}")))?;
         }

@@ -250,6 +250,10 @@ pub struct StepMetrics {
     pub cpu_update_s: f64,
     /// Solo pass@1 on the validation set, on the steps that validate.
     pub validation_pass1: Option<f64>,
+    /// With several ranks: bytes each rank summed with the others this step (gradients,
+    /// and the rollouts' rewards and counts).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reduced_bytes: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -563,6 +567,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
             cpu_rollout_s: cpu_rollout.as_secs_f64(),
             cpu_update_s: (cpu - cpu_rollout).as_secs_f64(),
             validation_pass1: None,
+            reduced_bytes: if ranks.size() > 1 { report.reduced_bytes + rows.bytes } else { 0 },
         };
         let samples = rollouts
             .iter()
@@ -700,6 +705,8 @@ fn mix(a: u64, b: u64) -> u64 {
 
 /// Per-row figures of a step's rollouts on every rank, in the step's row order.
 struct RowTable {
+    /// The table's size in bytes.
+    bytes: usize,
     rewards: Vec<f32>,
     correct: Vec<bool>,
     lengths: Vec<usize>,
@@ -735,6 +742,7 @@ impl RowTable {
         ranks.sum_f64(&mut table)?;
         let column = |k: usize| table.chunks(COLUMNS).map(move |row| row[k]);
         Ok(Self {
+            bytes: 8 * table.len(),
             rewards: column(0).map(|v| v as f32).collect(),
             correct: column(1).map(|v| v > 0.0).collect(),
             lengths: column(2).map(|v| v as usize).collect(),

@@ -58,6 +58,8 @@ pub(super) struct Report {
     pub empty: usize,
     pub time_old: f64,
     pub time_update: f64,
+    /// Gradient bytes summed over ranks (0 with one rank).
+    pub reduced_bytes: usize,
 }
 
 /// Rows of one forward/backward pass, with their π_old (and junior) log-probs.
@@ -119,7 +121,9 @@ pub(super) fn run<P: Policy>(
         };
         let summed = grads.and_then(|(grads, metrics)| {
             if ranks.size() > 1 && mini.carrying > 0 {
-                Ok((sum_over_ranks(&senior, grads, ranks)?, metrics))
+                let (grads, bytes) = sum_over_ranks(&senior, grads, ranks)?;
+                report.reduced_bytes += bytes;
+                Ok((grads, metrics))
             } else {
                 Ok((grads, metrics))
             }
@@ -221,12 +225,13 @@ fn plan(
 }
 
 /// The sum over ranks of every parameter's gradient (zero where a rank has none), in one
-/// flat host buffer, written back on the parameters' devices and dtypes.
+/// flat host buffer, written back on the parameters' devices and dtypes; and the buffer's
+/// bytes.
 fn sum_over_ranks<M: Module>(
     module: &M,
     grads: GradientsParams,
     ranks: &dyn Collective,
-) -> Result<GradientsParams> {
+) -> Result<(GradientsParams, usize)> {
     let mut flat = Flatten { grads, seen: HashSet::new(), values: Vec::new(), error: None };
     module.visit(&mut flat);
     if let Some(e) = flat.error {
@@ -236,7 +241,7 @@ fn sum_over_ranks<M: Module>(
     ranks.sum_f32(&mut values)?;
     let mut back = Unflatten { grads, seen: HashSet::new(), values: &values, at: 0 };
     module.visit(&mut back);
-    Ok(back.grads)
+    Ok((back.grads, 4 * values.len()))
 }
 
 /// Metric totals summed over ranks (each rank's keys, merged in rank order).
