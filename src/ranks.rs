@@ -85,12 +85,20 @@ impl Ranks {
         }
     }
 
+    /// `rank R of N: <line>` on stderr in one write, so lines of several ranks that share
+    /// the launcher's output do not interleave mid-line.
+    pub fn say(&self, line: &str) {
+        use std::io::Write;
+        let text = format!("rank {} of {}: {line}\n", self.collective().rank(), self.size());
+        let _ = std::io::stderr().write_all(text.as_bytes());
+    }
+
     /// With several ranks, a rank that fails ends the whole job (the others would wait for
     /// it in the next collective), naming itself; with one it hands the error back.
     pub fn finish<T>(&self, result: Result<T>) -> Result<T> {
         #[cfg(feature = "mpi")]
         if let (Err(e), Some(mpi)) = (&result, &self.mpi) {
-            eprintln!("error on rank {} of {}: {e:#}", mpi.rank(), mpi.size());
+            self.say(&format!("error: {e:#}"));
             mpi.abort(1);
         }
         result

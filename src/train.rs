@@ -277,12 +277,7 @@ fn train(args: &Args, ranks: &Ranks) -> Result<()> {
     if !ranks.leads() {
         let rows = std::cell::Cell::new(0);
         trainer.fit(&run, &mut |_| {}, &mut |p| count_rollouts(&rows, p)).context("training stopped")?;
-        eprintln!(
-            "rank {} of {}: {} rollouts written here",
-            ranks.collective().rank(),
-            ranks.size(),
-            rows.get()
-        );
+        ranks.say(&format!("{} rollouts written here", rows.get()));
         return Ok(());
     }
     let on = if ranks.size() > 1 { format!(" on each of {} ranks", ranks.size()) } else { String::new() };
@@ -324,7 +319,7 @@ fn train(args: &Args, ranks: &Ranks) -> Result<()> {
     })?;
     progress.bar.finish_and_clear();
     if ranks.size() > 1 {
-        eprintln!("rank 0 of {}: {} rollouts written here", ranks.size(), rows.get());
+        ranks.say(&format!("{} rollouts written here", rows.get()));
     }
     if let Some((step, score)) = trainer.state().best {
         eprintln!("best validation pass@1 {score:.3} at step {step}: {}", run.checkpoint_dir(step).display());

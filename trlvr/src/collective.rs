@@ -9,7 +9,8 @@
 //! each mini-batch is the one a single process would form. Rows are keyed by their global
 //! position, so `N` ranks sample exactly the rollouts one process would.
 
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::prelude::*;
@@ -208,8 +209,9 @@ impl ModuleVisitor for Fingerprint {
     }
 }
 
-/// Ranks as threads of one process, for tests and single-machine experiments: sums are
-/// taken in rank order, so every rank gets the same bits.
+/// Ranks as threads of one process, for tests: sums are taken in rank order, so every rank
+/// gets the same bits. A rank that waits more than [`Threads::TIMEOUT`] for the others
+/// fails, so a rank that panicked fails the test instead of hanging it.
 #[derive(Debug, Clone)]
 pub struct Threads {
     rank: usize,
@@ -219,33 +221,72 @@ pub struct Threads {
 #[derive(Debug)]
 struct Shared {
     size: usize,
-    barrier: Barrier,
+    /// Ranks arrived at the current barrier, and how many barriers have opened.
+    round: Mutex<(usize, u64)>,
+    opened: Condvar,
     slots: Mutex<Vec<Vec<f64>>>,
     bytes: Mutex<Vec<u8>>,
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl Threads {
+    /// How long a rank waits for the others at a barrier.
+    pub const TIMEOUT: Duration = Duration::from_secs(300);
+
     /// `size` connected ranks: hand one to each thread.
     pub fn group(size: usize) -> Vec<Self> {
         let shared = Arc::new(Shared {
             size,
-            barrier: Barrier::new(size),
+            round: Mutex::new((0, 0)),
+            opened: Condvar::new(),
             slots: Mutex::new(vec![Vec::new(); size]),
             bytes: Mutex::new(Vec::new()),
         });
         (0..size).map(|rank| Self { rank, shared: Arc::clone(&shared) }).collect()
     }
 
-    fn reduce(&self, values: &mut [f64], op: fn(f64, f64) -> f64) {
-        self.shared.slots.lock().expect("no rank panicked")[self.rank] = values.to_vec();
-        self.shared.barrier.wait();
+    fn wait(&self) -> Result<()> {
+        let mut round = lock(&self.shared.round);
+        let generation = round.1;
+        round.0 += 1;
+        if round.0 == self.shared.size {
+            *round = (0, generation + 1);
+            self.shared.opened.notify_all();
+            return Ok(());
+        }
+        let deadline = Instant::now() + Self::TIMEOUT;
+        while round.1 == generation {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::Collective(format!(
+                    "rank {} waited {:?} for the other ranks",
+                    self.rank,
+                    Self::TIMEOUT
+                )));
+            }
+            round = self
+                .shared
+                .opened
+                .wait_timeout(round, left)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+        Ok(())
+    }
+
+    fn reduce(&self, values: &mut [f64], op: fn(f64, f64) -> f64) -> Result<()> {
+        lock(&self.shared.slots)[self.rank] = values.to_vec();
+        self.wait()?;
         {
-            let slots = self.shared.slots.lock().expect("no rank panicked");
+            let slots = lock(&self.shared.slots);
             for (i, v) in values.iter_mut().enumerate() {
                 *v = slots.iter().map(|s| s[i]).reduce(op).unwrap_or(*v);
             }
         }
-        self.shared.barrier.wait();
+        self.wait()
     }
 }
 
@@ -258,32 +299,28 @@ impl Collective for Threads {
     }
     fn sum_f32(&self, values: &mut [f32]) -> Result<()> {
         let mut wide: Vec<f64> = values.iter().map(|&v| f64::from(v)).collect();
-        self.reduce(&mut wide, |a, b| a + b);
+        self.reduce(&mut wide, |a, b| a + b)?;
         values.iter_mut().zip(wide).for_each(|(v, w)| *v = w as f32);
         Ok(())
     }
     fn sum_f64(&self, values: &mut [f64]) -> Result<()> {
-        self.reduce(values, |a, b| a + b);
-        Ok(())
+        self.reduce(values, |a, b| a + b)
     }
     fn max_f64(&self, values: &mut [f64]) -> Result<()> {
-        self.reduce(values, f64::max);
-        Ok(())
+        self.reduce(values, f64::max)
     }
     fn broadcast(&self, bytes: &mut Vec<u8>, root: usize) -> Result<()> {
         if self.rank == root {
-            bytes.clone_into(&mut self.shared.bytes.lock().expect("no rank panicked"));
+            bytes.clone_into(&mut lock(&self.shared.bytes));
         }
-        self.shared.barrier.wait();
+        self.wait()?;
         if self.rank != root {
-            self.shared.bytes.lock().expect("no rank panicked").clone_into(bytes);
+            lock(&self.shared.bytes).clone_into(bytes);
         }
-        self.shared.barrier.wait();
-        Ok(())
+        self.wait()
     }
     fn barrier(&self) -> Result<()> {
-        self.shared.barrier.wait();
-        Ok(())
+        self.wait()
     }
 }
 
@@ -407,36 +444,30 @@ mod tests {
     #[test]
     fn threads_sum_broadcast_and_agree() {
         let ranks = Threads::group(3);
-        let results: Vec<(Vec<f32>, Vec<f64>, Vec<u8>, Vec<Vec<u8>>, bool, String)> =
-            std::thread::scope(|s| {
-                let handles: Vec<_> = ranks
-                    .iter()
-                    .map(|c| {
-                        s.spawn(move || {
-                            let r = c.rank();
-                            let mut a = vec![r as f32, 1.0];
-                            c.sum_f32(&mut a).unwrap();
-                            let mut m = vec![r as f64, -(r as f64)];
-                            c.max_f64(&mut m).unwrap();
-                            let mut b = if r == 2 { b"from two".to_vec() } else { Vec::new() };
-                            c.broadcast(&mut b, 2).unwrap();
-                            let gathered = all_gather(c, &[r as u8; 2][..r]).unwrap();
-                            let same = agree(c, "thing", 7).is_ok();
-                            let differs =
-                                agree(c, "thing", if r == 1 { 8 } else { 7 }).unwrap_err().to_string();
-                            (a, m, b, gathered, same, differs)
-                        })
-                    })
-                    .collect();
-                handles.into_iter().map(|h| h.join().unwrap()).collect()
-            });
-        for (a, m, b, gathered, same, differs) in results {
-            assert_eq!(a, [3.0, 3.0]);
-            assert_eq!(m, [2.0, 0.0]);
-            assert_eq!(b, b"from two");
-            assert_eq!(gathered, [vec![], vec![1], vec![2, 2]]);
-            assert!(same);
-            assert!(differs.contains("rank(s) [1] of 3 have a different thing"), "{differs}");
-        }
+        std::thread::scope(|s| {
+            for c in &ranks {
+                s.spawn(move || {
+                    // Every collective call first, then the checks: a failing check on one
+                    // rank must not leave the others waiting at a barrier.
+                    let r = c.rank();
+                    let mut a = vec![r as f32, 1.0];
+                    c.sum_f32(&mut a).unwrap();
+                    let mut m = vec![r as f64, -(r as f64)];
+                    c.max_f64(&mut m).unwrap();
+                    let mut b = if r == 2 { b"from two".to_vec() } else { Vec::new() };
+                    c.broadcast(&mut b, 2).unwrap();
+                    let gathered = all_gather(c, &[r as u8; 2][..r]).unwrap();
+                    let same = agree(c, "thing", b"same");
+                    let other: &[u8] = if r == 1 { b"else" } else { b"same" };
+                    let differs = agree(c, "thing", other).unwrap_err().to_string();
+                    assert_eq!(a, [3.0, 3.0]);
+                    assert_eq!(m, [2.0, 0.0]);
+                    assert_eq!(b, b"from two");
+                    assert_eq!(gathered, [vec![], vec![1], vec![2, 2]]);
+                    assert!(same.is_ok());
+                    assert!(differs.contains("rank(s) [1] of 3 have a different thing"), "{differs}");
+                });
+            }
+        });
     }
 }

@@ -500,12 +500,12 @@ impl<'a, P: Policy> Trainer<'a, P> {
         let adv: Vec<f32> = shard.rows.iter().map(|&g| all_advantages[g]).collect();
         // 5-6. π_old, then the updates
         let lr = c.lr_schedule.at(step, c.steps, c.lr);
-        let inputs = update::Inputs { prompts: &prompts, rollouts: &rollouts, advantages: &adv };
         let global = update::Global {
             collective: ranks,
             senior_tokens: &rows.senior_tokens,
             advantages: &all_advantages,
         };
+        let inputs = update::Inputs { prompts: &prompts, rollouts: &rollouts, advantages: &adv, global };
         let senior = self.senior.take().expect("the senior is present between calls");
         // The rollout copy (the same weights) scores π_old, then goes.
         let models = update::Models { senior, copy, junior: self.junior };
@@ -515,7 +515,6 @@ impl<'a, P: Policy> Trainer<'a, P> {
             self.objective,
             &mut self.optimizer,
             &inputs,
-            &global,
             lr,
             self.state.loss_scale.as_mut(),
         );

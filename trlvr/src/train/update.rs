@@ -20,11 +20,12 @@ use crate::rollout::Rollout;
 use crate::token::{Owner, TokenBatch, TokenId};
 use crate::{Error, Result};
 
-/// What the rollouts half of the step produced.
+/// What the rollouts half of the step produced: this rank's rows, and every rank's.
 pub(super) struct Inputs<'r> {
     pub prompts: &'r [Vec<TokenId>],
     pub rollouts: &'r [Rollout],
     pub advantages: &'r [f32],
+    pub global: Global<'r>,
 }
 
 /// The step's rows on every rank (all of them with one rank), in the step's row order:
@@ -88,14 +89,13 @@ pub(super) fn run<P: Policy>(
     objective: &dyn Objective,
     optimizer: &mut ModuleOptimizer,
     inputs: &Inputs<'_>,
-    global: &Global<'_>,
     lr: f64,
     mut loss_scale: Option<&mut LossScale>,
 ) -> std::result::Result<(P, Report), (P, Error)> {
     let start = Instant::now();
     let Models { mut senior, copy, junior } = models;
-    let ranks = global.collective;
-    let mut minis = plan(c, objective, inputs, global);
+    let ranks = inputs.global.collective;
+    let mut minis = plan(c, objective, inputs);
     let scored = old_log_probs(c, &copy, junior, objective, inputs, &mut minis);
     drop(copy);
     if let Err(e) = scored {
@@ -190,12 +190,8 @@ pub(super) fn run<P: Policy>(
 /// senior tokens never carries loss; a row with zero advantage carries none either when
 /// the objective has no reference term (and `skip_zero_advantage` is on). Denominators
 /// count every row of the mini-batch, on every rank.
-fn plan(
-    c: &TrainConfig,
-    objective: &dyn Objective,
-    inputs: &Inputs<'_>,
-    global: &Global<'_>,
-) -> Vec<MiniBatch> {
+fn plan(c: &TrainConfig, objective: &dyn Objective, inputs: &Inputs<'_>) -> Vec<MiniBatch> {
+    let global = &inputs.global;
     let skip_zero = c.skip_zero_advantage && !objective.needs_reference();
     let carries = |tokens: usize, advantage: f32| tokens > 0 && !(skip_zero && advantage == 0.0);
     let all_rows = c.mini_batch_prompts * c.group_size;
