@@ -10,7 +10,8 @@
 # step of a Qwen3-4B-shaped senior (random weights) on 16 rows of 3,300 tokens (3,000 of
 # response, per-layer checkpointing; twice the 4B recipes' micro-batch, the plan allows 25
 # on a GPU holding nothing else; in f32, then in mixed precision) while sampling the GPU's
-# memory, against the plan's prediction.
+# memory, against the plan's prediction. With two GPUs and Open MPI: two ranks, one GPU
+# each, against one (the MPI tests' training run).
 # Always: the transformers parity, chunked log-prob, attention, checkpointing and mixed
 # precision tests, the CPU memory bench, the memory plan, and the training step
 # of the narrow model on the CPU with its measured peak against the plan's.
@@ -73,6 +74,15 @@ if [[ -n "$GPU" ]]; then
     }
     gpu_step train-step-qwen3-4b "$(python3 scripts/memory_plan.py --predict qwen3-4b 16 3300 3000 layers)"
     gpu_step train-step-qwen3-4b-bf16 "$(python3 scripts/memory_plan.py --predict qwen3-4b 16 3300 3000 layers bf16)" --bf16
+    # Two ranks, one GPU each (docs/distributed.md): the MPI tests' training run on
+    # `cuda:local` against one rank. Needs two GPUs and Open MPI already installed.
+    if (( $(nvidia-smi -L | wc -l) >= 2 )) && command -v mpirun >/dev/null; then
+        local_device=${DEVICE%:0}:local
+        step mpi-2-ranks 420 env TRLVR_MPI_DEVICE="$local_device" cargo test --release \
+            --features "mpi $FEATURE" --test train_cli mpi::two_ranks_train_as_one_process
+    else
+        SUMMARY+=("mpi-2-ranks: skipped (needs two GPUs and mpirun)")
+    fi
 else
     SUMMARY+=("GPU: none; CPU parts only")
 fi

@@ -4,9 +4,9 @@
 use anyhow::Result;
 use trlvr::collective::{Collective, Single};
 
-/// Variables an MPI launcher sets in each rank's environment: Open MPI's, then PMI's and
-/// PMIx's (Slurm's `srun`, MPICH's Hydra).
-const LAUNCHER_SIZE: [&str; 3] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"];
+/// Variables an MPI launcher sets in each rank's environment to the number of ranks: Open
+/// MPI's `mpirun`, then PMI-1/2 (`srun --mpi=pmi2`, MPICH's Hydra).
+const LAUNCHER_SIZE: [&str; 2] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"];
 
 /// This process's place among the ranks of the job.
 pub struct Ranks {
@@ -20,9 +20,13 @@ impl std::fmt::Debug for Ranks {
     }
 }
 
-/// How many ranks the launcher says the job has (1 without a launcher).
+/// How many ranks the launcher says the job has (1 without a launcher). PMIx
+/// (`srun --mpi=pmix`) names the rank but not the size: Slurm's task count stands in.
 fn launched_size() -> usize {
-    LAUNCHER_SIZE.iter().find_map(|v| std::env::var(v).ok()?.parse().ok()).unwrap_or(1)
+    let var = |v: &str| std::env::var(v).ok()?.parse::<usize>().ok();
+    LAUNCHER_SIZE.iter().find_map(|v| var(v)).unwrap_or_else(|| {
+        if std::env::var_os("PMIX_RANK").is_some() { var("SLURM_NTASKS").unwrap_or(2) } else { 1 }
+    })
 }
 
 impl Ranks {

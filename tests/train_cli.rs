@@ -637,7 +637,7 @@ mod mpi {
     use super::*;
 
     /// `mpirun -np <np> trlvr <args>`, then more `: -np 1 <program> <args>` blocks (MPMD).
-    fn mpirun(np: usize, args: &[&str], more: &[(&Path, &[&str])]) -> Command {
+    fn mpirun<S: AsRef<std::ffi::OsStr>>(np: usize, args: &[S], more: &[(&Path, &[String])]) -> Command {
         let mut command = Command::new("mpirun");
         // Root in CI containers; loopback TCP and shared memory without ptrace.
         command
@@ -647,7 +647,7 @@ mod mpi {
             .args(["--oversubscribe", "-np", &np.to_string(), env!("CARGO_BIN_EXE_trlvr")])
             .args(args);
         for (program, args) in more {
-            command.args([":", "-np", "1"]).arg(program).args(*args);
+            command.args([":", "-np", "1"]).arg(program).args(args.iter());
         }
         command.current_dir(env!("CARGO_MANIFEST_DIR")).stdin(Stdio::null());
         command
@@ -670,9 +670,18 @@ mod mpi {
         "train.lr=1e-4",
     ];
 
-    fn train_args<'a>(config: &'a Path, out: &'a Path) -> Vec<&'a str> {
-        let mut args = vec!["train", "--config", config.to_str().unwrap(), "--out", out.to_str().unwrap()];
-        args.extend(SETS);
+    /// `TRLVR_MPI_DEVICE` (say `cuda:local`, one GPU per rank; scripts/gpu_check.sh) or the
+    /// recipe's CPU.
+    fn train_args<'a>(config: &'a Path, out: &'a Path) -> Vec<String> {
+        let mut args: Vec<String> =
+            ["train", "--config", config.to_str().unwrap(), "--out", out.to_str().unwrap()]
+                .into_iter()
+                .chain(SETS)
+                .map(String::from)
+                .collect();
+        if let Ok(device) = std::env::var("TRLVR_MPI_DEVICE") {
+            args.extend(["--device".to_string(), device]);
+        }
         args
     }
 

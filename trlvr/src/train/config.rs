@@ -123,7 +123,7 @@ pub struct TrainConfig {
     pub checkpoint_every: usize,
     /// Checkpoints kept besides the best by validation.
     pub keep_last: usize,
-    /// Rollouts per step written to `samples.jsonl`.
+    /// Rollouts per step written to `samples.jsonl` (rank 0's, with several ranks).
     pub samples_per_step: usize,
     /// Burn's activation checkpointing for the senior's backward pass: memory-bound ops
     /// (norms, activations, softmax, elementwise) are recomputed from their inputs instead

@@ -13,6 +13,10 @@
 //!   (after unscaling, with loss scaling: an overflowing update is skipped) -> AdamW step
 //! ```
 //!
+//! With several ranks ([`Trainer::with_collective`], [`crate::collective`]), each rank
+//! rolls out its share of every mini-batch's prompt groups, and gradients are summed over
+//! ranks before the clip: N ranks train as one process would.
+//!
 //! Everything a resumed run needs is the senior's weights, the optimizer state and a
 //! [`TrainState`]: the data order and every random stream are functions of the seed and
 //! the step, so a resumed run repeats the uninterrupted one exactly. [`Trainer::fit`]
@@ -254,10 +258,18 @@ pub struct StepMetrics {
     /// and the rollouts' rewards and counts).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reduced_bytes: usize,
+    /// ... and the seconds the gradients' sums took (host staging included; part of
+    /// `time_update_s`).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub time_reduce_s: f64,
 }
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
+}
+
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// A rollout kept for `samples.jsonl`.
@@ -567,6 +579,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
             cpu_update_s: (cpu - cpu_rollout).as_secs_f64(),
             validation_pass1: None,
             reduced_bytes: if ranks.size() > 1 { report.reduced_bytes + rows.bytes } else { 0 },
+            time_reduce_s: report.time_reduce,
         };
         let samples = rollouts
             .iter()

@@ -59,8 +59,9 @@ pub(super) struct Report {
     pub empty: usize,
     pub time_old: f64,
     pub time_update: f64,
-    /// Gradient bytes summed over ranks (0 with one rank).
+    /// Gradient bytes summed over ranks (0 with one rank), and the time it took.
     pub reduced_bytes: usize,
+    pub time_reduce: f64,
 }
 
 /// Rows of one forward/backward pass, with their π_old (and junior) log-probs.
@@ -119,14 +120,16 @@ pub(super) fn run<P: Policy>(
         } else {
             mini_batch_grads(c, &senior, objective, inputs, mini, scale)
         };
-        let summed = grads.and_then(|(grads, metrics)| {
+        // Every rank's gradient summed (a rank without rows of its own adds zeros).
+        let summed = grads.and_then(|(mut grads, metrics)| {
             if ranks.size() > 1 && mini.carrying > 0 {
-                let (grads, bytes) = sum_over_ranks(&senior, grads, ranks)?;
+                let start = Instant::now();
+                let (sum, bytes) = sum_over_ranks(&senior, grads, ranks)?;
+                grads = sum;
                 report.reduced_bytes += bytes;
-                Ok((grads, metrics))
-            } else {
-                Ok((grads, metrics))
+                report.time_reduce += start.elapsed().as_secs_f64();
             }
+            Ok((grads, metrics))
         });
         let (grads, metrics) = match summed {
             Ok(done) => done,
