@@ -25,14 +25,14 @@ out = sys.argv[1]
 def rows(name):
     return [json.loads(l) for l in open(f"{out}/{name}/metrics.jsonl")]
 one, two = rows("one"), rows("two")
-print(f"{'':10} {'step s':>8} {'rollout s':>10} {'update s':>9} {'of which sums':>14} {'reward':>7} {'MB summed':>10}")
+print(f"{'':10} {'step s':>8} {'rollout s':>10} {'update s':>9} {'(waiting':>9} {'summing)':>9} {'reward':>7} {'MB summed':>10}")
 for name, ms in (("1 rank", one), ("2 ranks", two)):
     later = ms[1:] or ms  # step 1 includes warm-up
     mean = lambda k: sum(m[k] for m in later) / len(later)
     mb = sum(m.get("reduced_bytes", 0) for m in later) / len(later) / 1e6
-    sums = sum(m.get("time_reduce_s", 0) for m in later) / len(later)
+    opt = lambda k: sum(m.get(k, 0) for m in later) / len(later)
     print(f"{name:10} {mean('time_s'):8.1f} {mean('time_rollout_s'):10.1f} {mean('time_update_s'):9.1f} "
-          f"{sums:14.1f} {mean('reward_mean'):7.3f} {mb:10.1f}")
+          f"{opt('time_wait_s'):9.1f} {opt('time_reduce_s'):9.1f} {mean('reward_mean'):7.3f} {mb:10.1f}")
 print(f"2 ranks / 1 rank step time: {sum(m['time_s'] for m in two[1:] or two) / sum(m['time_s'] for m in one[1:] or one):.2f}x "
       f"(steps 2-{len(one)}; same rollouts: rewards {'equal' if [m['reward_mean'] for m in one] == [m['reward_mean'] for m in two] else 'differ'})")
 PY

@@ -275,7 +275,7 @@ fn a_partner_plugin_named_in_the_recipe_plays_the_junior() {
 
 /// A soak test: each arm, two mini-batches a step (π_old from the rollouts in the second;
 /// KL-Reg's reference log-probs in the loss), killed `TRLVR_SOAK_KILLS` times (default 5;
-/// CI runs 15) at random moments within 4 minutes, then resumed to the end.
+/// CI runs 10) at random moments within 4 minutes, then resumed to the end.
 #[test]
 fn a_run_killed_at_random_moments_and_resumed_equals_the_uninterrupted_run() {
     let kills = std::env::var("TRLVR_SOAK_KILLS").ok().and_then(|k| k.parse().ok()).unwrap_or(5);

@@ -258,8 +258,11 @@ pub struct StepMetrics {
     /// and the rollouts' rewards and counts).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reduced_bytes: usize,
-    /// ... and the seconds the gradients' sums took (host staging included; part of
-    /// `time_update_s`).
+    /// ... the seconds this rank waited for the slowest one before summing gradients
+    /// (part of `time_update_s`),
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub time_wait_s: f64,
+    /// ... and the seconds the sums took, host staging included (part of `time_update_s`).
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub time_reduce_s: f64,
 }
@@ -579,6 +582,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
             cpu_update_s: (cpu - cpu_rollout).as_secs_f64(),
             validation_pass1: None,
             reduced_bytes: if ranks.size() > 1 { report.reduced_bytes + rows.bytes } else { 0 },
+            time_wait_s: report.time_wait,
             time_reduce_s: report.time_reduce,
         };
         let samples = rollouts

@@ -59,8 +59,10 @@ pub(super) struct Report {
     pub empty: usize,
     pub time_old: f64,
     pub time_update: f64,
-    /// Gradient bytes summed over ranks (0 with one rank), and the time it took.
+    /// Gradient bytes summed over ranks (0 with one rank), the time spent waiting for the
+    /// slowest rank before each sum, and the sums' time.
     pub reduced_bytes: usize,
+    pub time_wait: f64,
     pub time_reduce: f64,
 }
 
@@ -123,6 +125,10 @@ pub(super) fn run<P: Policy>(
         // Every rank's gradient summed (a rank without rows of its own adds zeros).
         let summed = grads.and_then(|(mut grads, metrics)| {
             if ranks.size() > 1 && mini.carrying > 0 {
+                // Waiting for the slowest rank, then the sum itself, timed apart.
+                let start = Instant::now();
+                ranks.barrier()?;
+                report.time_wait += start.elapsed().as_secs_f64();
                 let start = Instant::now();
                 let (sum, bytes) = sum_over_ranks(&senior, grads, ranks)?;
                 grads = sum;
