@@ -274,12 +274,46 @@ fn train(args: &Args, ranks: &Ranks) -> Result<()> {
         std::fs::write(&tmp, recipe.to_toml()?).with_context(|| format!("writing {}", tmp.display()))?;
         std::fs::rename(&tmp, out.join("config.toml"))?;
     }
-    if !ranks.leads() {
-        let rows = std::cell::Cell::new(0);
-        trainer.fit(&run, &mut |_| {}, &mut |p| count_rollouts(&rows, p)).context("training stopped")?;
-        ranks.say(&format!("{} rollouts written here", rows.get()));
-        return Ok(());
+    if ranks.leads() {
+        describe(&recipe, &senior_path, &*schedule, &*objective, &trainer, ranks, &out);
     }
+    // Rank 0 shows progress; every rank counts the rollouts it wrote.
+    let progress = ranks.leads().then(|| StepProgress::new(recipe.train.steps, trainer.state().step));
+    let rows = std::cell::Cell::new(0);
+    let on_progress = &mut |p| {
+        count_rollouts(&rows, p);
+        progress.iter().for_each(|bar| bar.progress(p));
+    };
+    trainer.fit(&run, &mut |m| progress.iter().for_each(|bar| bar.step(m)), on_progress).with_context(
+        || {
+            format!(
+                "training stopped; the last complete checkpoint is in {}",
+                out.join("checkpoints").display()
+            )
+        },
+    )?;
+    if ranks.size() > 1 {
+        ranks.say(&format!("{} rollouts written here", rows.get()));
+    }
+    let Some(progress) = progress else { return Ok(()) };
+    progress.bar.finish_and_clear();
+    if let Some((step, score)) = trainer.state().best {
+        eprintln!("best validation pass@1 {score:.3} at step {step}: {}", run.checkpoint_dir(step).display());
+    }
+    eprintln!("done: {} (metrics.jsonl, samples.jsonl, checkpoints/)", out.display());
+    Ok(())
+}
+
+/// What is about to train, and how (rank 0's preamble).
+fn describe(
+    recipe: &Recipe,
+    senior_path: &Path,
+    schedule: &dyn HandoffSchedule,
+    objective: &dyn Objective,
+    trainer: &Trainer<'_, Decoder>,
+    ranks: &Ranks,
+    out: &Path,
+) {
     let on = if ranks.size() > 1 { format!(" on each of {} ranks", ranks.size()) } else { String::new() };
     eprintln!(
         "training {} (arm {}, schedule {}, objective {}) for {} steps on {}{on} (junior on {}); run directory {}",
@@ -308,24 +342,6 @@ fn train(args: &Args, ranks: &Ranks) -> Result<()> {
     if let Some(precision) = recipe.junior.as_ref().and_then(|j| j.dtype).filter(|&p| p != Precision::F32) {
         eprintln!("the junior's weights and forward pass are {}", precision.name());
     }
-    let progress = StepProgress::new(recipe.train.steps, trainer.state().step);
-    let rows = std::cell::Cell::new(0);
-    let on_progress = &mut |p| {
-        count_rollouts(&rows, p);
-        progress.progress(p);
-    };
-    trainer.fit(&run, &mut |m| progress.step(m), on_progress).with_context(|| {
-        format!("training stopped; the last complete checkpoint is in {}", out.join("checkpoints").display())
-    })?;
-    progress.bar.finish_and_clear();
-    if ranks.size() > 1 {
-        ranks.say(&format!("{} rollouts written here", rows.get()));
-    }
-    if let Some((step, score)) = trainer.state().best {
-        eprintln!("best validation pass@1 {score:.3} at step {step}: {}", run.checkpoint_dir(step).display());
-    }
-    eprintln!("done: {} (metrics.jsonl, samples.jsonl, checkpoints/)", out.display());
-    Ok(())
 }
 
 /// Adds a training step's rollouts (this rank's) to `rows`, at the step's first token.

@@ -425,33 +425,20 @@ impl<'m> Evaluation<'m> {
         let (tokens, seconds) = (throughput.tokens(), throughput.seconds());
         // Rank r measures every size-th problem; the results are then shared in order.
         let mut mine = Vec::new();
-        let mut index = 0;
-        for set in sets {
-            for p in &set.problems {
-                index += 1;
-                if (index - 1) % self.ranks.size() != self.ranks.rank() {
-                    continue;
-                }
-                let get = |mode| {
-                    store.get(&set.name, p.id, mode, prompt_hash(&p.prompt)).ok_or_else(|| {
-                        Error::Config(format!(
-                            "{}, problem {}: no {mode:?} samples in the store",
-                            set.name, p.id
-                        ))
-                    })
-                };
-                let (solo, handoff) = (get(Mode::Solo)?, get(Mode::Handoff)?);
-                mine.push(self.measure_problem(set, p, solo, handoff)?);
-                done += 1;
-                on_progress(EvalProgress {
-                    phase: Phase::Measuring,
-                    done,
-                    total,
-                    tokens,
-                    seconds,
-                    batch: None,
-                });
+        let all = sets.iter().flat_map(|set| set.problems.iter().map(move |p| (set, p)));
+        for (index, (set, p)) in all.enumerate() {
+            if index % self.ranks.size() != self.ranks.rank() {
+                continue;
             }
+            let get = |mode| {
+                store.get(&set.name, p.id, mode, prompt_hash(&p.prompt)).ok_or_else(|| {
+                    Error::Config(format!("{}, problem {}: no {mode:?} samples in the store", set.name, p.id))
+                })
+            };
+            let (solo, handoff) = (get(Mode::Solo)?, get(Mode::Handoff)?);
+            mine.push(self.measure_problem(set, p, solo, handoff)?);
+            done += 1;
+            on_progress(EvalProgress { phase: Phase::Measuring, done, total, tokens, seconds, batch: None });
         }
         let mut dealt = self.gather_results(mine)?.into_iter();
         let mut results = Vec::with_capacity(sets.len());
