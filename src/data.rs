@@ -1,12 +1,13 @@
 //! `trlvr data arithmetic`: writes the arithmetic task's training and validation sets
-//! (JSONL, `problem` and `answer`: the `deepscaler` layout), disjoint by construction.
+//! (JSONL, `problem` and `answer`: the `deepscaler` layout, and a worked `solution` for
+//! `trlvr sft`), disjoint by construction.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use trlvr::data::Problem;
-use trlvr::data::arithmetic::{Arithmetic, Split};
+use trlvr::data::arithmetic::{Arithmetic, Split, solution};
 
 /// Arguments of `trlvr data`.
 #[derive(Debug, clap::Args)]
@@ -73,7 +74,8 @@ pub fn run(args: &Args) -> Result<()> {
 fn write(path: &Path, problems: &[Problem]) -> Result<()> {
     let mut text = Vec::new();
     for p in problems {
-        let line = serde_json::json!({ "problem": p.question, "answer": p.reference });
+        let worked = solution(&p.question).context("the task wrote a question it cannot solve")?;
+        let line = serde_json::json!({ "problem": p.question, "answer": p.reference, "solution": worked });
         writeln!(text, "{line}")?;
     }
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))

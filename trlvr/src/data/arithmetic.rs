@@ -139,6 +139,33 @@ impl Arithmetic {
     }
 }
 
+/// A worked solution of a question this task wrote (`What is 3 + 4 - 2?`), one line per
+/// operation, left to right, ending in the boxed answer: `3 + 4 = 7. 7 - 2 = 5. The answer
+/// is \boxed{5}.` It is what a supervised warm-up teaches (`trlvr sft`): the answer's
+/// format, on the task's own problems. `None` for text of another shape.
+pub fn solution(question: &str) -> Option<String> {
+    let body = question.strip_prefix("What is ")?.strip_suffix('?')?;
+    let mut words = body.split(' ');
+    let mut value: i64 = words.next()?.parse().ok()?;
+    let mut text = String::new();
+    while let Some(op) = words.next() {
+        let x: i64 = words.next()?.parse().ok()?;
+        let next = match op {
+            "+" => value.checked_add(x)?,
+            "-" => value.checked_sub(x)?,
+            "*" => value.checked_mul(x)?,
+            _ => return None,
+        };
+        text.push_str(&format!("{value} {op} {x} = {next}. "));
+        value = next;
+    }
+    if text.is_empty() {
+        return None;
+    }
+    text.push_str(&format!("The answer is \\boxed{{{value}}}."));
+    Some(text)
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -174,6 +201,9 @@ mod tests {
             for p in train.iter().chain(&validation) {
                 prop_assert_eq!(p.reference.parse::<i64>().unwrap(), evaluate(&p.question));
                 prop_assert!(evaluate(&p.question) >= 0);
+                let worked = solution(&p.question).unwrap();
+                prop_assert!(worked.ends_with(&format!("\\boxed{{{}}}.", p.reference)), "{}", worked);
+                prop_assert_eq!(worked.matches(" = ").count(), operands - 1);
             }
             let held: HashSet<&str> = validation.iter().map(|p| p.question.as_str()).collect();
             prop_assert!(train.iter().all(|p| !held.contains(p.question.as_str())));
@@ -181,6 +211,18 @@ mod tests {
             let distinct: HashSet<&str> = train.iter().map(|p| p.question.as_str()).collect();
             prop_assert_eq!(distinct.len(), train.len());
             prop_assert_eq!(&task.problems(Split::Train, 30, seed).unwrap(), &train);
+        }
+    }
+
+    #[test]
+    fn a_solution_works_left_to_right_and_boxes_the_answer() {
+        assert_eq!(
+            solution("What is 3 + 4 - 2?").unwrap(),
+            "3 + 4 = 7. 7 - 2 = 5. The answer is \\boxed{5}."
+        );
+        assert_eq!(solution("What is 17 - 8?").unwrap(), "17 - 8 = 9. The answer is \\boxed{9}.");
+        for other in ["What is 3?", "What is 3 / 4?", "Compute 3 + 4.", "What is 3 + ?"] {
+            assert_eq!(solution(other), None, "{other}");
         }
     }
 
