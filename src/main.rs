@@ -14,6 +14,7 @@ mod progress;
 mod ranks;
 mod recipe;
 mod score;
+mod sft;
 mod tandem;
 mod train;
 mod verify;
@@ -57,6 +58,8 @@ enum Command {
     Compare(compare::Args),
     /// Write a task's training and validation sets (disjoint by construction).
     Data(data::Args),
+    /// Supervised warm-up on worked solutions (teaches the answer's format before RL).
+    Sft(sft::Args),
     /// List the objectives, schedules and partners available, loading plugin libraries.
     Plugins(plugins::Args),
 }
@@ -80,5 +83,6 @@ fn main() -> Result<()> {
         Command::Eval(args) => eval::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Data(args) => data::run(&args),
+        Command::Sft(args) => sft::run(&args),
     }
 }

@@ -514,3 +514,46 @@ fn the_shipped_arithmetic_task_is_regenerated_byte_for_byte() {
 fn read_line(line: &str) -> serde_json::Value {
     serde_json::from_str(line).unwrap()
 }
+
+/// `trlvr sft` lowers the loss of the worked solutions, saves a model that loads and
+/// finds them likelier than the base did, and refuses to overwrite a saved model.
+#[test]
+fn sft_learns_worked_solutions_and_saves_a_model_that_loads() {
+    let model = smollm2();
+    let dir = scratch("sft");
+    let data = dir.join("data.jsonl");
+    let lines = [
+        r#"{"problem": "What is 3 + 4?", "solution": "3 + 4 = 7. The answer is \\boxed{7}."}"#,
+        r#"{"problem": "What is 9 - 5?", "solution": "9 - 5 = 4. The answer is \\boxed{4}."}"#,
+    ];
+    std::fs::write(&data, lines.join("\n")).unwrap();
+    let out = dir.join("model");
+    let sft = |out: &std::path::Path, field: &str| {
+        let args = ["sft", "--model", &model, "--data", data.to_str().unwrap(), "--solution-field", field];
+        let more = ["--steps", "3", "--batch-size", "2", "--lr", "1e-4", "--out", out.to_str().unwrap()];
+        trlvr(&[&args[..], &more[..]].concat(), "")
+    };
+    let (code, _, err) = sft(&out, "solution");
+    assert_eq!(code, 0, "{err}");
+    let losses: Vec<f64> =
+        err.lines().filter_map(|l| l.split("loss ").nth(1)).map(|v| v.trim().parse().unwrap()).collect();
+    assert_eq!(losses.len(), 3, "{err}");
+    assert!(losses[2] < losses[0], "the loss falls: {losses:?}");
+    // The saved model loads and finds a worked solution likelier than the base does.
+    let input = r#"{"prompt": "What is 3 + 4?", "text": " 3 + 4 = 7. The answer is \\boxed{7}."}"#;
+    let ce = |m: &str| {
+        let (code, out, err) = trlvr(&["score", "--model", m, "--input", "-"], input);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<serde_json::Value>(out.trim()).unwrap()["mean_ce"].as_f64().unwrap()
+    };
+    let (base, trained) = (ce(&model), ce(out.to_str().unwrap()));
+    assert!(trained < base, "mean cross-entropy {base} -> {trained}");
+    // A saved model is never overwritten; a missing field is named.
+    let (code, _, err) = sft(&out, "solution");
+    assert_ne!(code, 0);
+    assert!(err.contains("already holds a model"), "{err}");
+    let (code, _, err) = sft(&dir.join("other"), "answer");
+    assert_ne!(code, 0);
+    assert!(err.contains("no text field `answer`"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,152 @@
+//! `trlvr sft`: a supervised warm-up of a model on worked solutions (the prompt as
+//! training writes it, the response learned), saved as a Hugging Face directory that
+//! recipes, `eval` and `tandem` load. It teaches a small model the answer's format
+//! (`trlvr data arithmetic` writes the solutions), so that RL starts from a reward above 0.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use trlvr::data::{DEFAULT_TEMPLATE, user_message};
+use trlvr::device::parse_device;
+use trlvr::train::{SftConfig, SftExample, fit_sft};
+use trlvr_models::save_hf_dir;
+
+use crate::model::{Loaded, resolve_model};
+
+/// Arguments of `trlvr sft`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A Hugging Face model directory, a .gguf file, or `smollm2-135m`.
+    #[arg(long)]
+    model: String,
+    /// JSONL with a question and a worked solution on each line.
+    #[arg(long)]
+    data: PathBuf,
+    /// The question's field.
+    #[arg(long, default_value = "problem")]
+    question_field: String,
+    /// The solution's field (the text learned; the end of the turn is appended).
+    #[arg(long, default_value = "solution")]
+    solution_field: String,
+    /// Use only the first N lines.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// The user message, with `{question}` (default: the paper's, as training uses).
+    #[arg(long, default_value = DEFAULT_TEMPLATE)]
+    prompt_template: String,
+    /// Optimizer steps.
+    #[arg(long, default_value_t = 16)]
+    steps: usize,
+    /// Examples per step.
+    #[arg(long, default_value_t = 16)]
+    batch_size: usize,
+    /// AdamW learning rate (linear warm-up over the first tenth of the steps).
+    #[arg(long, default_value_t = 2e-5)]
+    lr: f64,
+    /// AdamW weight decay.
+    #[arg(long, default_value_t = 0.0)]
+    weight_decay: f64,
+    /// Seed of the batch order.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// flex, cuda[:N], tch, tch-cuda[:N].
+    #[arg(long, default_value = "flex")]
+    device: String,
+    /// The folder for the trained model (must not hold one already).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// Runs the command.
+pub fn run(args: &Args) -> Result<()> {
+    if args.out.join("model.safetensors").exists() {
+        bail!("{} already holds a model: choose another --out", args.out.display());
+    }
+    // The data first: a bad file fails before the model loads.
+    let pairs = read_pairs(&args.data, &args.question_field, &args.solution_field, args.limit)?;
+    let device = parse_device(&args.device)?.autodiff();
+    let model = Loaded::from_path(&resolve_model(&args.model)?, &device)?;
+    // The assistant's turn ends with the chat's end-of-turn marker where there is one.
+    let end = model.tokenizer.token_to_id("<|im_end|>").unwrap_or(model.eos[0]);
+    let examples = pairs
+        .iter()
+        .map(|(question, solution)| {
+            let mut response = model.encode(solution)?;
+            response.push(end);
+            Ok(SftExample {
+                prompt: model.prompt(&user_message(&args.prompt_template, question), false)?,
+                response,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let config = SftConfig {
+        steps: args.steps,
+        batch_size: args.batch_size,
+        lr: args.lr,
+        weight_decay: args.weight_decay,
+        seed: args.seed,
+        pad: end,
+    };
+    eprintln!(
+        "sft: {} examples from {}, {} steps of {}, lr {}",
+        examples.len(),
+        args.data.display(),
+        args.steps,
+        args.batch_size,
+        args.lr
+    );
+    let bar = ProgressBar::new(args.steps as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} steps, {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let hidden = bar.is_hidden();
+    let trained = fit_sft(model.decoder, &examples, &config, &mut |step, loss| {
+        bar.set_position(step as u64);
+        bar.set_message(format!("loss {loss:.3}"));
+        if hidden && (step == 1 || step % (args.steps / 4).max(1) == 0) {
+            eprintln!("sft: step {step}/{}, loss {loss:.3}", args.steps);
+        }
+    })?;
+    bar.finish_and_clear();
+    // Written beside, then moved: a folder with a model is a whole one.
+    let tmp = args.out.with_extension("tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    save_hf_dir(&trained, &model.config, Some(&model.tokenizer), &tmp)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    let _ = std::fs::remove_dir_all(&args.out);
+    std::fs::rename(&tmp, &args.out).with_context(|| format!("moving {} into place", tmp.display()))?;
+    eprintln!("sft: saved to {}", args.out.display());
+    Ok(())
+}
+
+/// The (question, solution) of each line of `path`.
+fn read_pairs(
+    path: &Path,
+    question: &str,
+    solution: &str,
+    limit: Option<usize>,
+) -> Result<Vec<(String, String)>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut pairs = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        if limit.is_some_and(|n| pairs.len() >= n) {
+            break;
+        }
+        let at = || format!("{}:{}", path.display(), i + 1);
+        let value: serde_json::Value = serde_json::from_str(line).with_context(at)?;
+        let field = |name: &str| -> Result<String> {
+            match value.get(name) {
+                Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+                _ => bail!("{}: no text field `{name}`", at()),
+            }
+        };
+        pairs.push((field(question)?, field(solution)?));
+    }
+    if pairs.is_empty() {
+        bail!("{}: no examples", path.display());
+    }
+    Ok(pairs)
+}
