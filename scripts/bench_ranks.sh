@@ -10,7 +10,8 @@ steps="${1:-3}"
 bin=target/release/trlvr
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-run=(train --config configs/smollm2-arithmetic-grpo.toml --set "train.steps=$steps"
+# The base model (not the recipe's warm-up): the figures in docs/distributed.md were taken so.
+run=(train --config configs/smollm2-arithmetic-grpo.toml --set 'senior.path="smollm2-135m"' --set "train.steps=$steps"
     --set train.validate_every=0 --set train.checkpoint_every=0 --set train.skip_zero_advantage=false)
 cores="$(nproc)"
 echo "machine: $cores cores, load $(cut -d' ' -f1 /proc/loadavg)"

@@ -153,7 +153,9 @@ fn train(args: &Args, ranks: &Ranks) -> Result<()> {
         .context("senior.device (or --senior-device, --device)")?;
     let junior_device = parse_device(&ranks.device(recipe.junior_device()))
         .context("junior.device (or --junior-device, --device)")?;
-    let senior_path = resolve_model(&recipe.senior.path)?;
+    let senior_path = resolve_model(&recipe.senior.path).context(
+        "senior.path (a recipe whose header names a warm-up, such as `trlvr sft`: run that first)",
+    )?;
     let mut training_device = senior_device.clone().autodiff();
     if recipe.train.gradient_checkpointing {
         training_device = training_device.gradient_checkpointing();
