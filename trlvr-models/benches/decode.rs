@@ -12,7 +12,7 @@
 //! `cargo bench -p trlvr-models --bench decode [-- FILTER]` runs the cases whose name
 //! contains `FILTER` (e.g. `smollm2`, `b8`); `--irregular` adds SmolLM2 decode rates
 //! for ragged feeds and for half the rows; `--profile` instead times the parts of one
-//! SmolLM2 decode step.
+//! SmolLM2 decode step, and `--prefill` repeats SmolLM2's batch-8 prefill alone.
 #![allow(clippy::print_stdout, missing_docs)]
 
 use std::time::Instant;
@@ -84,6 +84,23 @@ fn run(model: &Decoder, batch: usize) -> (f64, f64) {
     }
     let decode = started.elapsed().as_secs_f64();
     ((batch * PROMPT) as f64 / prefill, (batch * STEPS) as f64 / decode)
+}
+
+/// Prints the prefill rate of 8 prompts of `PROMPT` tokens, over 6 repeats after a
+/// warm-up: a figure steadier than one `run`'s, and a loop to profile.
+fn prefill_only(model: &Decoder) {
+    let vocab = model.config().vocab_size as u32;
+    let prompts: Vec<Vec<u32>> = (0..8u32)
+        .map(|r| (0..PROMPT as u32).map(|i| (i * 7919 + r * 104_729 + 13) % vocab).collect())
+        .collect();
+    let refs: Vec<&[u32]> = prompts.iter().map(Vec::as_slice).collect();
+    let _ = model.start(&refs, 1).unwrap().1.into_data();
+    let started = Instant::now();
+    for _ in 0..6 {
+        let _ = model.start(&refs, 1).unwrap().1.into_data();
+    }
+    let tokens = 6 * refs.len() * PROMPT;
+    println!("smollm2-135m b8 prefill: {:.0} tok/s", tokens as f64 / started.elapsed().as_secs_f64());
 }
 
 /// Times the parts of one decode step of `model` at batch `b` with `past` cached
@@ -272,6 +289,10 @@ fn irregular(model: &Decoder) -> (f64, f64) {
 
 fn main() {
     trlvr::device::keep_freed_memory();
+    if std::env::args().any(|a| a == "--prefill") {
+        prefill_only(&smollm2_135m().init(&Device::default()).with_decode_layout());
+        return;
+    }
     if std::env::args().any(|a| a == "--profile") {
         let model = smollm2_135m().init(&Device::default()).with_decode_layout();
         flip_threshold(&model);

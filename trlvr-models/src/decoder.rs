@@ -168,10 +168,10 @@ fn project(x: Tensor<3>, weight: Tensor<2>, bias: Option<Tensor<1>>) -> Tensor<3
         1 => true,
         rows => rows <= FLIPPED_ROWS && few_rows::in_decode_layout(&weight),
     };
-    if !flip {
-        return burn::tensor::module::linear(x, weight, bias);
-    }
-    let y = weight.transpose().matmul(x.reshape([b * t, d]).transpose()).transpose(); // [b * t, out]
+    let x = x.reshape([b * t, d]);
+    // In two dimensions: a weight in the decode layout is a transposed view, which the
+    // gemm reads by its strides; `module::linear` would first copy it into a batch of one.
+    let y = if flip { weight.transpose().matmul(x.transpose()).transpose() } else { x.matmul(weight) }; // [b * t, out]
     let y = match bias {
         Some(bias) => y + bias.unsqueeze_dim(0),
         None => y,
