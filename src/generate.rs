@@ -9,7 +9,7 @@ use trlvr::prelude::*;
 
 use crate::model::Loaded;
 use crate::options::{PrecisionArgs, SamplingArgs};
-use crate::progress::{rollout_bar, show};
+use crate::progress::{show, steps_bar};
 
 /// Arguments of `trlvr generate`.
 #[derive(Debug, clap::Args)]
@@ -51,7 +51,7 @@ pub fn run(args: &Args) -> Result<()> {
         ..RolloutConfig::default()
     };
     let start = std::time::Instant::now();
-    let bar = rollout_bar(args.max_new_tokens);
+    let bar = steps_bar(args.max_new_tokens);
     let rollout = RolloutEngine::solo(&model.decoder, &classes, config)?.generate_with(
         &[prompt],
         &Solo::senior(),

@@ -1,11 +1,12 @@
-//! A progress bar for rollouts on standard error (hidden when it is not a terminal).
+//! Progress bars on standard error (hidden when it is not a terminal).
 
 use indicatif::{ProgressBar, ProgressStyle};
 use trlvr::prelude::Progress;
 
-/// A bar over the token budget: each step writes one token in every live row.
-pub fn rollout_bar(max_new_tokens: usize) -> ProgressBar {
-    let bar = ProgressBar::new(max_new_tokens as u64);
+/// A bar over `steps` steps: a rollout's token budget (each step writes one token in
+/// every live row), or a warm-up's optimizer steps.
+pub fn steps_bar(steps: usize) -> ProgressBar {
+    let bar = ProgressBar::new(steps as u64);
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} steps, {msg}")
             .expect("valid template")

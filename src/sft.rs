@@ -6,13 +6,13 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use indicatif::{ProgressBar, ProgressStyle};
 use trlvr::data::{DEFAULT_TEMPLATE, user_message};
 use trlvr::device::parse_device;
 use trlvr::train::{SftConfig, SftExample, fit_sft};
 use trlvr_models::save_hf_dir;
 
 use crate::model::{Loaded, resolve_model};
+use crate::progress::steps_bar;
 
 /// Arguments of `trlvr sft`.
 #[derive(Debug, clap::Args)]
@@ -53,7 +53,7 @@ pub struct Args {
     /// flex, cuda[:N], tch, tch-cuda[:N].
     #[arg(long, default_value = "flex")]
     device: String,
-    /// The folder for the trained model (must not hold one already).
+    /// The folder for the trained model (new or empty).
     #[arg(long)]
     out: PathBuf,
 }
@@ -62,6 +62,9 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<()> {
     if args.out.join("model.safetensors").exists() {
         bail!("{} already holds a model: choose another --out", args.out.display());
+    }
+    if std::fs::read_dir(&args.out).is_ok_and(|mut d| d.next().is_some()) {
+        bail!("{} is not empty: choose another --out", args.out.display());
     }
     // The data first: a bad file fails before the model loads.
     let pairs = read_pairs(&args.data, &args.question_field, &args.solution_field, args.limit)?;
@@ -96,12 +99,7 @@ pub fn run(args: &Args) -> Result<()> {
         args.batch_size,
         args.lr
     );
-    let bar = ProgressBar::new(args.steps as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} steps, {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
+    let bar = steps_bar(args.steps);
     let hidden = bar.is_hidden();
     let trained = fit_sft(model.decoder, &examples, &config, &mut |step, loss| {
         bar.set_position(step as u64);
@@ -116,7 +114,6 @@ pub fn run(args: &Args) -> Result<()> {
     let _ = std::fs::remove_dir_all(&tmp);
     save_hf_dir(&trained, &model.config, Some(&model.tokenizer), &tmp)
         .with_context(|| format!("writing {}", tmp.display()))?;
-    let _ = std::fs::remove_dir_all(&args.out);
     std::fs::rename(&tmp, &args.out).with_context(|| format!("moving {} into place", tmp.display()))?;
     eprintln!("sft: saved to {}", args.out.display());
     Ok(())

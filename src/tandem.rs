@@ -12,7 +12,7 @@ use trlvr_verifiers::check;
 use crate::handoff::marked;
 use crate::model::Loaded;
 use crate::options::{PrecisionArgs, SamplingArgs, ScheduleArgs};
-use crate::progress::{rollout_bar, show};
+use crate::progress::{show, steps_bar};
 
 /// Arguments of `trlvr tandem`.
 #[derive(Debug, clap::Args)]
@@ -101,7 +101,7 @@ pub fn run(args: &Args) -> Result<()> {
     let schedule = args.schedule.build()?;
     let engine = RolloutEngine::new(&senior.decoder, junior_model, &classes, config)?;
     let start = std::time::Instant::now();
-    let bar = rollout_bar(args.max_new_tokens);
+    let bar = steps_bar(args.max_new_tokens);
     let rollouts = engine.generate_with(&[prompt], schedule.as_ref(), &mut |p| show(&bar, p))?;
     bar.finish_and_clear();
     let seconds = start.elapsed().as_secs_f64();

@@ -516,7 +516,7 @@ fn read_line(line: &str) -> serde_json::Value {
 }
 
 /// `trlvr sft` lowers the loss of the worked solutions, saves a model that loads and
-/// finds them likelier than the base did, and refuses to overwrite a saved model.
+/// finds them likelier than the base did, and never writes over a saved model or other files.
 #[test]
 fn sft_learns_worked_solutions_and_saves_a_model_that_loads() {
     let model = smollm2();
@@ -548,11 +548,17 @@ fn sft_learns_worked_solutions_and_saves_a_model_that_loads() {
     };
     let (base, trained) = (ce(&model), ce(out.to_str().unwrap()));
     assert!(trained < base, "mean cross-entropy {base} -> {trained}");
-    // A saved model is never overwritten; a missing field is named.
+    // A saved model and a folder of other files are never written over; a missing field is named.
     let (code, _, err) = sft(&out, "solution");
     assert_ne!(code, 0);
     assert!(err.contains("already holds a model"), "{err}");
-    let (code, _, err) = sft(&dir.join("other"), "answer");
+    let other = dir.join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), "mine").unwrap();
+    let (code, _, err) = sft(&other, "solution");
+    assert_ne!(code, 0);
+    assert!(err.contains("is not empty") && other.join("notes.txt").exists(), "{err}");
+    let (code, _, err) = sft(&dir.join("fresh"), "answer");
     assert_ne!(code, 0);
     assert!(err.contains("no text field `answer`"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
