@@ -38,6 +38,7 @@
 //! use trlvr::prelude::*;
 //!
 //! let device = Device::default();
+//! device.seed(0); // a senior that writes some tokens: drift over none is undefined (NaN)
 //! let classes = TokenClasses::from_texts(&[" a", " b", "\n\n", "<eos>"], &[3])?;
 //! let senior = BigramLm::random(4, 1.0, &device);
 //! let problems = vec![EvalProblem { id: 1, prompt: vec![0, 1], reference: " a".into() }];
