@@ -374,10 +374,16 @@ fn a_nan_loss_stops_the_run_and_keeps_the_last_checkpoint() {
     let (classes, train) = (classes(), examples());
     let junior = fixture("qwen3-tiny-tied", &Device::default());
     let solo = Solo::senior();
-    // 4 prompts x 8 rows, micro-batches of 5: 8 calls per step (2 mini-batches of 16 rows,
-    // 4 micro-batches each, when no row is skipped); NaN from the third step on.
-    let settings =
-        TrainConfig { skip_zero_advantage: false, checkpoint_every: 1, validate_every: 0, ..config(5) };
+    // 4 prompts x 8 rows, micro-batches of at most 5 computed one at a time: 8 calls per
+    // step (2 mini-batches of 16 rows, 4 micro-batches each, when no row is skipped); NaN
+    // from the third step on.
+    let settings = TrainConfig {
+        skip_zero_advantage: false,
+        checkpoint_every: 1,
+        validate_every: 0,
+        lanes: 1,
+        ..config(5)
+    };
     let nan =
         NanAfter { grpo: Grpo::new(GrpoConfig::default()).unwrap(), calls: AtomicUsize::new(0), after: 16 };
     let senior = fixture("qwen3-tiny-tied", &Device::default().autodiff());
@@ -693,6 +699,45 @@ fn the_junior_kl_metric_does_not_depend_on_the_micro_batching() {
             whole.loss
         );
     }
+}
+
+/// Micro-batch parts computed at once on Rayon's threads (`lanes`), each differentiating
+/// its own leaves of the senior, train as the same parts one at a time: the same
+/// weights after a step (two mini-batches: π_old recomputed for the second; the junior's
+/// log-probs for the KL term) up to float summation order.
+#[test]
+fn lanes_train_as_one_pass_at_a_time() {
+    let (classes, train) = (classes(), examples());
+    let junior = fixture("qwen3-tiny-untied", &Device::default());
+    let kl = JuniorKl::new(GrpoConfig::default(), 0.1).unwrap();
+    let solo = Solo::senior();
+    let step = |lanes: usize, micro_batch_rows: usize| {
+        let config = TrainConfig {
+            lanes,
+            micro_batch_rows,
+            lr: 5e-2,
+            recompute_old_log_probs: true,
+            skip_zero_advantage: false,
+            ..one_step()
+        };
+        let senior = fixture("qwen3-tiny-tied", &Device::default().autodiff());
+        let mut trainer =
+            Trainer::new(config, senior, &junior, &solo, &kl, task_judged_by(&train, &classes, &LowIds))
+                .unwrap();
+        let m = trainer.step().unwrap().metrics;
+        (params(trainer.senior()), m)
+    };
+    // 8 rows per mini-batch: 3 lanes of rows 3 + 3 + 2, against the same parts in turn.
+    let (alone, m1) = step(1, 3);
+    let (together, m3) = step(3, 8);
+    assert!(m1.clip_frac > 0.0 && m1.kl.unwrap() > 0.01, "a step that exercises π_old and the KL: {m1:?}");
+    let worst = alone.iter().zip(&together).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    assert!(worst < 1e-5, "largest weight difference {worst:e}");
+    assert!((m1.loss - m3.loss).abs() <= 1e-5 * m1.loss.abs().max(1e-3), "{} vs {}", m1.loss, m3.loss);
+    assert_eq!(m1.clip_frac, m3.clip_frac);
+    // The step moved the weights, so agreeing is not agreeing on nothing.
+    let start = params(&fixture("qwen3-tiny-tied", &Device::default()));
+    assert!(start.iter().zip(&alone).any(|(a, b)| (a - b).abs() > 1e-3));
 }
 
 #[test]

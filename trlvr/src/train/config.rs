@@ -71,8 +71,14 @@ pub struct TrainConfig {
     pub group_size: usize,
     /// Prompts per PPO mini-batch (8: two optimizer updates per step).
     pub mini_batch_prompts: usize,
-    /// Rows per forward/backward pass; bounds memory, never changes the result.
+    /// Rows per forward/backward pass; bounds memory, never changes the result beyond
+    /// float summation order.
     pub micro_batch_rows: usize,
+    /// Parts of each micro-batch computed at once, each on a thread of its own (0: one
+    /// per thread of Rayon's pool on the flex CPU backend, whose elementwise ops run on
+    /// one thread each; 1 on other backends, which parallelise inside each op). Memory
+    /// stays bounded by `micro_batch_rows`: the parts share its rows.
+    pub lanes: usize,
     /// Response cap in tokens (3000).
     pub max_new_tokens: usize,
     /// Rollout sampling (T 0.6, no truncation); π_old and the loss use its temperature.
@@ -148,6 +154,7 @@ impl Default for TrainConfig {
             group_size: 8,
             mini_batch_prompts: 8,
             micro_batch_rows: 8,
+            lanes: 0,
             max_new_tokens: 3000,
             sampling: Sampling::training(),
             catch_up: CatchUp::default(),

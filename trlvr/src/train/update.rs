@@ -9,6 +9,7 @@ use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::prelude::*;
 use burn::tensor::DType;
+use rayon::prelude::*;
 
 use super::config::TrainConfig;
 use super::scaling::LossScale;
@@ -26,6 +27,21 @@ pub(super) struct Inputs<'r> {
     pub rollouts: &'r [Rollout],
     pub advantages: &'r [f32],
     pub global: Global<'r>,
+}
+
+impl<'r> Inputs<'r> {
+    /// This rank's rows without the collective, to share with the lanes' threads.
+    fn local(&self) -> Local<'r> {
+        Local { prompts: self.prompts, rollouts: self.rollouts, advantages: self.advantages }
+    }
+}
+
+/// This rank's rows ([`Inputs`] without the collective).
+#[derive(Clone, Copy)]
+struct Local<'r> {
+    prompts: &'r [Vec<TokenId>],
+    rollouts: &'r [Rollout],
+    advantages: &'r [f32],
 }
 
 /// The step's rows on every rank (all of them with one rank), in the step's row order:
@@ -75,11 +91,13 @@ struct Micro {
     reference: Option<Vec<f32>>,
 }
 
-/// One PPO mini-batch: its denominators, its micro-batches (this rank's rows) and how
-/// many rows carry loss on all ranks.
+/// One PPO mini-batch: its denominators, its micro-batches (this rank's rows; `lanes` at a
+/// time are computed at once, see [`TrainConfig::lanes`]) and how many rows carry loss on
+/// all ranks.
 struct MiniBatch {
     normalizer: Normalizer,
     micros: Vec<Micro>,
+    lanes: usize,
     carrying: usize,
 }
 
@@ -98,7 +116,11 @@ pub(super) fn run<P: Policy>(
     let start = Instant::now();
     let Models { mut senior, copy, junior } = models;
     let ranks = inputs.global.collective;
-    let mut minis = plan(c, objective, inputs);
+    let lanes = match c.lanes {
+        0 => senior.devices().first().map_or(1, crate::device::lanes),
+        n => n,
+    };
+    let mut minis = plan(c, objective, inputs, lanes);
     let scored = old_log_probs(c, &copy, junior, objective, inputs, &mut minis);
     drop(copy);
     if let Err(e) = scored {
@@ -199,7 +221,7 @@ pub(super) fn run<P: Policy>(
 /// senior tokens never carries loss; a row with zero advantage carries none either when
 /// the objective has no reference term (and `skip_zero_advantage` is on). Denominators
 /// count every row of the mini-batch, on every rank.
-fn plan(c: &TrainConfig, objective: &dyn Objective, inputs: &Inputs<'_>) -> Vec<MiniBatch> {
+fn plan(c: &TrainConfig, objective: &dyn Objective, inputs: &Inputs<'_>, lanes: usize) -> Vec<MiniBatch> {
     let global = &inputs.global;
     let skip_zero = c.skip_zero_advantage && !objective.needs_reference();
     let carries = |tokens: usize, advantage: f32| tokens > 0 && !(skip_zero && advantage == 0.0);
@@ -220,11 +242,33 @@ fn plan(c: &TrainConfig, objective: &dyn Objective, inputs: &Inputs<'_>) -> Vec<
             let kept: Vec<usize> = (first..(first + my_rows).min(inputs.rollouts.len()))
                 .filter(|&i| carries(senior_tokens(&inputs.rollouts[i]), inputs.advantages[i]))
                 .collect();
-            let micros = kept
-                .chunks(c.micro_batch_rows)
-                .map(|rows| Micro { rows: rows.to_vec(), old: None, reference: None })
+            let micros = parts(&kept, c.micro_batch_rows, lanes)
+                .into_iter()
+                .map(|rows| Micro { rows, old: None, reference: None })
                 .collect();
-            MiniBatch { normalizer, micros, carrying }
+            MiniBatch { normalizer, micros, lanes, carrying }
+        })
+        .collect()
+}
+
+/// `rows` cut into micro-batches computed `lanes` at a time, each pass of `lanes` sharing
+/// at most `micro_rows` rows: as few parts of at most `micro_rows / lanes` (rounded up)
+/// as hold them, their count rounded up to a multiple of `lanes` (no part empty), sizes
+/// differing by at most one, in row order.
+fn parts(rows: &[usize], micro_rows: usize, lanes: usize) -> Vec<Vec<usize>> {
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let lanes = lanes.max(1);
+    let part_rows = micro_rows.div_ceil(lanes).max(1);
+    let count = rows.len().div_ceil(part_rows).next_multiple_of(lanes).min(rows.len());
+    let (size, longer) = (rows.len() / count, rows.len() % count);
+    let mut rest = rows;
+    (0..count)
+        .map(|i| {
+            let (part, tail) = rest.split_at(size + usize::from(i < longer));
+            rest = tail;
+            part.to_vec()
         })
         .collect()
 }
@@ -263,7 +307,7 @@ fn sum_metrics(ranks: &dyn Collective, totals: &Metrics) -> Result<Metrics> {
 }
 
 /// `prompt ++ response` of the given rows, and where each row's response starts.
-fn token_batch(inputs: &Inputs<'_>, rows: &[usize]) -> Result<(TokenBatch, Vec<usize>)> {
+fn token_batch(inputs: Local<'_>, rows: &[usize]) -> Result<(TokenBatch, Vec<usize>)> {
     let prompt = |i: usize| inputs.prompts[inputs.rollouts[i].prompt].as_slice();
     let rows: Vec<(&[TokenId], &Rollout)> = rows.iter().map(|&i| (prompt(i), &inputs.rollouts[i])).collect();
     Ok((sequences(&rows)?, rows.iter().map(|(p, _)| p.len()).collect()))
@@ -284,25 +328,30 @@ fn old_log_probs<P: Policy>(
     let t = c.sampling.temperature;
     // Greedy rollouts record log-probs at temperature 1, not 0.
     let recorded = !c.recompute_old_log_probs && t > 0.0;
+    let needs_reference = objective.needs_reference();
+    let inputs = inputs.local();
+    let score = |m: usize, micro: &mut Micro| -> Result<()> {
+        if m > 0 && recorded {
+            micro.old = Some(recorded_log_probs(inputs, &micro.rows));
+        }
+        if (m == 0 || recorded) && !needs_reference {
+            return Ok(());
+        }
+        let (batch, responses) = token_batch(inputs, &micro.rows)?;
+        if m > 0 && !recorded {
+            // Scored from the response on, like the update's log-probs: prompt slots are
+            // 0 in both (and masked anyway).
+            micro.old = Some(host(copy.log_probs_from(&batch, t, &responses)?.detach())?);
+        }
+        if needs_reference {
+            // Prompt slots are outside the loss mask: the junior scores the responses.
+            micro.reference = Some(host(junior.score_from(&batch, t, &responses)?)?);
+        }
+        Ok(())
+    };
     for (m, mini) in minis.iter_mut().enumerate() {
-        for micro in &mut mini.micros {
-            let needs_reference = objective.needs_reference();
-            if m > 0 && recorded {
-                micro.old = Some(recorded_log_probs(inputs, &micro.rows));
-            }
-            if (m == 0 || recorded) && !needs_reference {
-                continue;
-            }
-            let (batch, responses) = token_batch(inputs, &micro.rows)?;
-            if m > 0 && !recorded {
-                // Scored from the response on, like the update's log-probs: prompt slots are
-                // 0 in both (and masked anyway).
-                micro.old = Some(host(copy.log_probs_from(&batch, t, &responses)?.detach())?);
-            }
-            if needs_reference {
-                // Prompt slots are outside the loss mask: the junior scores the responses.
-                micro.reference = Some(host(junior.score_from(&batch, t, &responses)?)?);
-            }
+        for pass in mini.micros.chunks_mut(mini.lanes) {
+            pass.par_iter_mut().try_for_each(|micro| score(m, micro))?;
         }
     }
     Ok(())
@@ -311,7 +360,7 @@ fn old_log_probs<P: Policy>(
 /// The senior's recorded log-prob of each senior-written token of `rows`, laid out as
 /// [`Policy::log_probs_from`] lays out `prompt ++ response` (`[rows, width]`, flattened);
 /// prompt and junior-written slots are 0 (outside the loss mask).
-fn recorded_log_probs(inputs: &Inputs<'_>, rows: &[usize]) -> Vec<f32> {
+fn recorded_log_probs(inputs: Local<'_>, rows: &[usize]) -> Vec<f32> {
     let prompt = |r: &Rollout| inputs.prompts[r.prompt].len();
     let rollouts: Vec<&Rollout> = rows.iter().map(|&i| &inputs.rollouts[i]).collect();
     let width = rollouts.iter().map(|r| prompt(r) + r.tokens.len()).max().unwrap_or(0);
@@ -338,9 +387,8 @@ fn mini_batch_grads<P: Policy>(
     mini: &MiniBatch,
     loss_scale: f64,
 ) -> Result<(GradientsParams, Metrics)> {
-    let mut accumulator = GradientsAccumulator::<P>::new();
-    let mut metrics = Metrics::new();
-    for micro in &mini.micros {
+    let inputs = inputs.local();
+    let one = |senior: &P, micro: &Micro| {
         let rows: Vec<(&[TokenId], &Rollout)> = micro
             .rows
             .iter()
@@ -354,17 +402,42 @@ fn mini_batch_grads<P: Policy>(
             reference: micro.reference.as_deref(),
             normalizer: mini.normalizer,
         };
-        let (grads, micro_metrics) =
-            micro_batch_grads(senior, objective, c.sampling.temperature, &batch, loss_scale)?;
-        // Metrics are weighted by the micro-batch's senior tokens, counted here: an
-        // objective need not report them (one that does not would otherwise zero them).
-        let tokens = rows.iter().flat_map(|(_, r)| &r.owners).filter(|&&o| o == Owner::Senior).count() as f64;
-        for (key, value) in micro_metrics.iter().filter(|(key, _)| *key != "senior_tokens") {
-            let weighted = if key == "loss" { *value } else { value * tokens };
-            *metrics.entry(key.clone()).or_default() += weighted;
+        micro_batch_grads(senior, objective, c.sampling.temperature, &batch, loss_scale)
+    };
+    let mut accumulator = GradientsAccumulator::<P>::new();
+    let mut metrics = Metrics::new();
+    for pass in mini.micros.chunks(mini.lanes) {
+        let results = match pass {
+            [micro] => vec![one(senior, micro)],
+            // Each lane differentiates its own leaves of the same weights (`fork`: same
+            // parameter ids, new autodiff nodes), so the lanes' graphs share no node and
+            // Burn runs their backward passes apart; gradients are summed in row order.
+            _ => {
+                let device = senior.devices().into_iter().next();
+                let lane = |micro: &Micro| match &device {
+                    Some(device) => one(&senior.clone().fork(device), micro),
+                    None => one(senior, micro),
+                };
+                pass.par_iter().map(lane).collect()
+            }
+        };
+        for (micro, result) in pass.iter().zip(results) {
+            let (grads, micro_metrics) = result?;
+            // Metrics are weighted by the micro-batch's senior tokens, counted here: an
+            // objective need not report them (one that does not would otherwise zero them).
+            let tokens = micro
+                .rows
+                .iter()
+                .flat_map(|&i| &inputs.rollouts[i].owners)
+                .filter(|&&o| o == Owner::Senior)
+                .count() as f64;
+            for (key, value) in micro_metrics.iter().filter(|(key, _)| *key != "senior_tokens") {
+                let weighted = if key == "loss" { *value } else { value * tokens };
+                *metrics.entry(key.clone()).or_default() += weighted;
+            }
+            *metrics.entry("senior_tokens".into()).or_default() += tokens;
+            accumulator.accumulate(senior, grads);
         }
-        *metrics.entry("senior_tokens".into()).or_default() += tokens;
-        accumulator.accumulate(senior, grads);
     }
     Ok((accumulator.grads(), metrics))
 }
@@ -617,6 +690,34 @@ impl ModuleVisitor for Scale<'_> {
         }
         if let Some(grad) = self.grads.remove::<D>(param.id) {
             self.grads.register(param.id, grad * self.factor);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::parts;
+
+    proptest! {
+        /// Every row once, in order; no part empty or over its share of a pass; parts of
+        /// near-equal size.
+        #[test]
+        fn parts_cover_the_rows_in_passes_of_bounded_size(
+            n in 0usize..100, micro_rows in 1usize..20, lanes in 1usize..6,
+        ) {
+            let rows: Vec<usize> = (100..100 + n).collect();
+            let cut = parts(&rows, micro_rows, lanes);
+            prop_assert_eq!(cut.concat(), rows);
+            let most = micro_rows.div_ceil(lanes);
+            prop_assert!(cut.iter().all(|p| !p.is_empty() && p.len() <= most), "{:?}", cut);
+            let sizes: Vec<usize> = cut.iter().map(Vec::len).collect();
+            prop_assert!(sizes.iter().max().unwrap_or(&0) - sizes.iter().min().unwrap_or(&0) <= 1);
+            // As many parts as the bound on their size requires, rounded up to a whole pass
+            // where there are rows enough.
+            let passes = n.div_ceil(most).next_multiple_of(lanes);
+            prop_assert_eq!(cut.len(), passes.min(n), "{:?}", sizes);
         }
     }
 }
