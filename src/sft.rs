@@ -90,6 +90,7 @@ pub fn run(args: &Args) -> Result<()> {
         weight_decay: args.weight_decay,
         seed: args.seed,
         pad: end,
+        lanes: 0,
     };
     eprintln!(
         "sft: {} examples from {}, {} steps of {}, lr {}",

@@ -203,6 +203,7 @@ pub fn recipes(quick: bool) -> [Recipe; 3] {
         weight_decay: 0.01,
         seed,
         pad: EOS,
+        lanes: 0,
     };
     [
         Recipe {
@@ -248,6 +249,7 @@ pub fn literate_recipes(quick: bool) -> Vec<Recipe> {
                 weight_decay: 0.01,
                 seed: 4,
                 pad: EOS,
+                lanes: 0,
             },
             seed: 4,
         })

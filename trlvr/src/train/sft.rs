@@ -2,8 +2,9 @@
 //! read, not learned), AdamW, seeded batches. It makes the demo's base and junior from
 //! scratch and the positive control from the base; any [`Policy`] works.
 
-use burn::optim::{AdamWConfig, GradientsParams};
+use burn::optim::{AdamWConfig, GradientsAccumulator, GradientsParams};
 use burn::prelude::*;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::batch_indices;
@@ -35,11 +36,15 @@ pub struct SftConfig {
     pub seed: u64,
     /// Padding id.
     pub pad: TokenId,
+    /// Parts of each batch computed at once, as [`TrainConfig::lanes`](super::TrainConfig::lanes)
+    /// (0: one per thread of Rayon's pool on flex, 1 elsewhere).
+    #[serde(default)]
+    pub lanes: usize,
 }
 
 impl Default for SftConfig {
     fn default() -> Self {
-        Self { steps: 1000, batch_size: 32, lr: 3e-3, weight_decay: 0.01, seed: 0, pad: 0 }
+        Self { steps: 1000, batch_size: 32, lr: 3e-3, weight_decay: 0.01, seed: 0, pad: 0, lanes: 0 }
     }
 }
 
@@ -50,9 +55,25 @@ impl Default for SftConfig {
 /// [`Error::Config`] for an empty batch or an example without response tokens; model
 /// errors.
 pub fn sft_loss<P: Policy>(policy: &P, examples: &[&SftExample], pad: TokenId) -> Result<Tensor<1>> {
+    sft_loss_over(policy, examples, pad, targets(examples)?)
+}
+
+/// Response tokens of `examples`: the denominator of [`sft_loss`].
+fn targets(examples: &[&SftExample]) -> Result<f32> {
     if examples.is_empty() || examples.iter().any(|e| e.response.is_empty() || e.prompt.is_empty()) {
         return Err(Error::Config("SFT needs examples with a prompt and a response".into()));
     }
+    Ok(examples.iter().map(|e| e.response.len() as f32).sum())
+}
+
+/// [`sft_loss`]'s numerator over `examples`, divided by `targets` (a whole batch's, when
+/// `examples` is one lane's part of it).
+fn sft_loss_over<P: Policy>(
+    policy: &P,
+    examples: &[&SftExample],
+    pad: TokenId,
+    targets: f32,
+) -> Result<Tensor<1>> {
     let rows: Vec<Vec<TokenId>> =
         examples.iter().map(|e| [e.prompt.as_slice(), &e.response].concat()).collect();
     let width = rows.iter().map(Vec::len).max().unwrap_or(0);
@@ -62,7 +83,6 @@ pub fn sft_loss<P: Policy>(policy: &P, examples: &[&SftExample], pad: TokenId) -
         let start = r * width + e.prompt.len();
         mask[start..start + e.response.len()].fill(1.0);
     }
-    let targets = mask.iter().sum::<f32>();
     let batch = TokenBatch::new(rows, pad)?;
     let log_probs = policy.log_probs(&batch, 1.0)?; // [rows, width]
     let device = log_probs.device();
@@ -90,20 +110,54 @@ pub fn fit_sft<P: Policy>(
     }
     let mut optimizer = AdamWConfig::new().with_weight_decay(config.weight_decay as f32).init();
     let warmup = (config.steps / 10).max(1);
+    let lanes = match config.lanes {
+        0 => crate::device::lanes(&policy.device()),
+        n => n,
+    };
     for step in 0..config.steps {
         let picked = batch_indices(config.seed, step, config.batch_size, data.len());
         let batch: Vec<&SftExample> = picked.iter().map(|&i| &data[i]).collect();
-        let loss = sft_loss(&policy, &batch, config.pad)?;
-        let value = f64::from(loss.clone().into_scalar::<f32>());
+        let (value, grads) = sft_grads(&policy, &batch, config.pad, lanes)?;
         if !value.is_finite() {
             return Err(Error::NonFinite(format!("SFT loss at step {} is {value}", step + 1)));
         }
-        let grads = GradientsParams::from_grads(loss.backward(), &policy);
         let lr = config.lr * ((step + 1) as f64 / warmup as f64).min(1.0);
         policy = optimizer.step(lr, policy, grads);
         on_step(step + 1, value);
     }
     Ok(policy)
+}
+
+/// [`sft_loss`] of `batch` and its gradients, the rows cut into `lanes` parts computed at
+/// once, each on its own leaves of the weights (as the update's micro-batch parts,
+/// [`TrainConfig::lanes`](super::TrainConfig::lanes)), their gradients summed in order.
+fn sft_grads<P: Policy>(
+    policy: &P,
+    batch: &[&SftExample],
+    pad: TokenId,
+    lanes: usize,
+) -> Result<(f64, GradientsParams)> {
+    let targets = targets(batch)?;
+    let one = |policy: &P, part: &[&SftExample]| -> Result<(f64, GradientsParams)> {
+        let loss = sft_loss_over(policy, part, pad, targets)?;
+        let value = f64::from(loss.clone().into_scalar::<f32>());
+        Ok((value, GradientsParams::from_grads(loss.backward(), policy)))
+    };
+    if lanes <= 1 || batch.len() < 2 {
+        return one(policy, batch);
+    }
+    let device = policy.device();
+    let parts: Vec<&[&SftExample]> = batch.chunks(batch.len().div_ceil(lanes)).collect();
+    let results: Vec<Result<(f64, GradientsParams)>> =
+        parts.par_iter().map(|part| one(&policy.clone().fork(&device), part)).collect();
+    let mut accumulator = GradientsAccumulator::<P>::new();
+    let mut total = 0.0;
+    for result in results {
+        let (value, grads) = result?;
+        total += value;
+        accumulator.accumulate(policy, grads);
+    }
+    Ok((total, accumulator.grads()))
 }
 
 #[cfg(test)]
@@ -131,6 +185,36 @@ mod tests {
         let probs = policy.valid().table.val().try_into_vec_as::<f32>().unwrap();
         let after_1 = &probs[4..8];
         assert!(after_1[2] > after_1[0] && after_1[2] > after_1[3], "{after_1:?}");
+    }
+
+    #[test]
+    fn lanes_give_the_batchs_loss_and_gradient() {
+        let device = Device::default().autodiff();
+        let data: Vec<SftExample> = (0..5u32)
+            .map(|i| SftExample {
+                prompt: vec![i % 4],
+                response: (0..1 + i % 3).map(|k| (i + k) % 4).collect(),
+            })
+            .collect();
+        let batch: Vec<&SftExample> = data.iter().collect();
+        let policy = BigramLm::random(4, 0.5, &device);
+        let grad = |grads: &GradientsParams| {
+            grads
+                .get::<2>(policy.table.id)
+                .expect("the table has a gradient")
+                .try_into_vec_as::<f32>()
+                .unwrap()
+        };
+        let (whole, g1) = sft_grads(&policy, &batch, 0, 1).unwrap();
+        let direct = f64::from(sft_loss(&policy, &batch, 0).unwrap().into_scalar::<f32>());
+        assert!((whole - direct).abs() < 1e-6, "{whole} vs {direct}");
+        for lanes in [2, 3, 5] {
+            let (split, g) = sft_grads(&policy, &batch, 0, lanes).unwrap();
+            assert!((split - whole).abs() < 1e-6, "{lanes} lanes: {split} vs {whole}");
+            let worst = grad(&g1).iter().zip(grad(&g)).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+            assert!(worst < 1e-6, "{lanes} lanes: gradients differ by {worst}");
+        }
+        assert!(grad(&g1).iter().any(|g| g.abs() > 1e-3), "a real gradient");
     }
 
     #[test]
