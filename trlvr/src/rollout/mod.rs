@@ -26,6 +26,7 @@ pub use sample::Sampling;
 
 use burn::prelude::{Int, Tensor, TensorData};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 
 use crate::device::is_host;
 use crate::model::{Feed, Partner, Session};
@@ -33,6 +34,9 @@ use crate::schedule::{Finish, Handoff, HandoffSchedule, Next, row_rng};
 use crate::token::{Owner, TokenBatch, TokenId};
 use crate::vocab::TokenClasses;
 use crate::{Error, Result};
+
+/// Logits (rows × vocabulary) from which host sampling splits rows across threads.
+const PARALLEL_SAMPLING_FLOATS: usize = 1 << 16;
 
 /// Salt separating a row's sampling stream from its schedule stream.
 const SAMPLING_STREAM: u64 = 0x5A3D_0C1E_9B27_4F61;
@@ -537,13 +541,20 @@ impl<'m> Side<'m> {
                 start.select(0, rows).slice([0..plan.own.len(), 0..vocab])
             }
         };
+        // One uniform per row from its stream, then each row's draw.
+        let draws: Vec<f64> = rngs.into_iter().map(|rng| sampling.uniform(rng)).collect();
         if self.on_host {
             let host = to_host(logits)?;
-            return host.chunks(vocab).zip(rngs).map(|(row, rng)| sampling.sample(row, rng)).collect();
+            let draw = |(row, u): (&[f32], f64)| sampling.sample_at(row, u);
+            // A real vocabulary's softmax is 50k-150k exps a row: rows go to Rayon's
+            // threads. A toy's few dozen stay on this one (a task would cost more).
+            return if host.len() >= PARALLEL_SAMPLING_FLOATS {
+                host.par_chunks(vocab).zip(draws).map(draw).collect()
+            } else {
+                host.chunks(vocab).zip(draws).map(draw).collect()
+            };
         }
-        // On an accelerator, sample there: one uniform per row from its stream, as the
-        // host sampler draws.
-        let draws: Vec<f64> = rngs.into_iter().map(|rng| sampling.uniform(rng)).collect();
+        // On an accelerator, sample there.
         sampling.sample_rows(logits, &draws)
     }
 }
