@@ -57,16 +57,16 @@ pub fn is_host(device: &Device) -> bool {
     backend::flex().is_some_and(|d| d == device) || backend::tch(None).is_some_and(|d| d == device)
 }
 
-/// Independent passes worth running at once on `device` (a training step's micro-batch
-/// parts, [`TrainConfig::lanes`](crate::train::TrainConfig::lanes) at 0): one per thread
-/// of Rayon's pool on flex, whose elementwise ops run on one thread each (a SmolLM2
-/// update kept 2 cores 1.4 busy with one pass); 1 elsewhere (LibTorch and the GPU
-/// backends parallelise inside each op).
-pub fn lanes(device: &Device) -> usize {
-    if backend::flex().is_some_and(|d| d == device.clone().inner()) {
-        rayon::current_num_threads()
-    } else {
-        1
+/// Passes to run at once on `device` for a lanes setting
+/// ([`TrainConfig::lanes`](crate::train::TrainConfig::lanes), [`SftConfig::lanes`](crate::train::SftConfig::lanes)):
+/// the setting itself unless 0; at 0, one per thread of Rayon's pool on flex, whose
+/// elementwise ops run on one thread each (a SmolLM2 update kept 2 cores 1.4 busy with one
+/// pass), and 1 elsewhere (LibTorch and the GPU backends parallelise inside each op).
+pub fn lanes(setting: usize, device: &Device) -> usize {
+    match setting {
+        0 if backend::flex().is_some_and(|d| d == device.clone().inner()) => rayon::current_num_threads(),
+        0 => 1,
+        n => n,
     }
 }
 

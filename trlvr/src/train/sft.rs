@@ -110,10 +110,7 @@ pub fn fit_sft<P: Policy>(
     }
     let mut optimizer = AdamWConfig::new().with_weight_decay(config.weight_decay as f32).init();
     let warmup = (config.steps / 10).max(1);
-    let lanes = match config.lanes {
-        0 => crate::device::lanes(&policy.device()),
-        n => n,
-    };
+    let lanes = crate::device::lanes(config.lanes, &policy.device());
     for step in 0..config.steps {
         let picked = batch_indices(config.seed, step, config.batch_size, data.len());
         let batch: Vec<&SftExample> = picked.iter().map(|&i| &data[i]).collect();

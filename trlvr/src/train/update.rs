@@ -91,13 +91,12 @@ struct Micro {
     reference: Option<Vec<f32>>,
 }
 
-/// One PPO mini-batch: its denominators, its micro-batches (this rank's rows; `lanes` at a
-/// time are computed at once, see [`TrainConfig::lanes`]) and how many rows carry loss on
-/// all ranks.
+/// One PPO mini-batch: its denominators, its micro-batches (this rank's rows, computed
+/// `lanes` at a time, see [`TrainConfig::lanes`]) and how many rows carry loss on all
+/// ranks.
 struct MiniBatch {
     normalizer: Normalizer,
     micros: Vec<Micro>,
-    lanes: usize,
     carrying: usize,
 }
 
@@ -116,12 +115,9 @@ pub(super) fn run<P: Policy>(
     let start = Instant::now();
     let Models { mut senior, copy, junior } = models;
     let ranks = inputs.global.collective;
-    let lanes = match c.lanes {
-        0 => senior.devices().first().map_or(1, crate::device::lanes),
-        n => n,
-    };
+    let lanes = crate::device::lanes(c.lanes, &senior.device());
     let mut minis = plan(c, objective, inputs, lanes);
-    let scored = old_log_probs(c, &copy, junior, objective, inputs, &mut minis);
+    let scored = old_log_probs(c, &copy, junior, objective, inputs, &mut minis, lanes);
     drop(copy);
     if let Err(e) = scored {
         return Err((senior, e));
@@ -142,7 +138,7 @@ pub(super) fn run<P: Policy>(
         let grads = if mini.micros.is_empty() {
             Ok((zero_grads(&senior), Metrics::new()))
         } else {
-            mini_batch_grads(c, &senior, objective, inputs, mini, scale)
+            mini_batch_grads(c, &senior, objective, inputs, mini, scale, lanes)
         };
         // Every rank's gradient summed (a rank without rows of its own adds zeros).
         let summed = grads.and_then(|(mut grads, metrics)| {
@@ -246,7 +242,7 @@ fn plan(c: &TrainConfig, objective: &dyn Objective, inputs: &Inputs<'_>, lanes: 
                 .into_iter()
                 .map(|rows| Micro { rows, old: None, reference: None })
                 .collect();
-            MiniBatch { normalizer, micros, lanes, carrying }
+            MiniBatch { normalizer, micros, carrying }
         })
         .collect()
 }
@@ -324,6 +320,7 @@ fn old_log_probs<P: Policy>(
     objective: &dyn Objective,
     inputs: &Inputs<'_>,
     minis: &mut [MiniBatch],
+    lanes: usize,
 ) -> Result<()> {
     let t = c.sampling.temperature;
     // Greedy rollouts record log-probs at temperature 1, not 0.
@@ -350,7 +347,7 @@ fn old_log_probs<P: Policy>(
         Ok(())
     };
     for (m, mini) in minis.iter_mut().enumerate() {
-        for pass in mini.micros.chunks_mut(mini.lanes) {
+        for pass in mini.micros.chunks_mut(lanes) {
             pass.par_iter_mut().try_for_each(|micro| score(m, micro))?;
         }
     }
@@ -386,6 +383,7 @@ fn mini_batch_grads<P: Policy>(
     inputs: &Inputs<'_>,
     mini: &MiniBatch,
     loss_scale: f64,
+    lanes: usize,
 ) -> Result<(GradientsParams, Metrics)> {
     let inputs = inputs.local();
     let one = |senior: &P, micro: &Micro| {
@@ -406,19 +404,15 @@ fn mini_batch_grads<P: Policy>(
     };
     let mut accumulator = GradientsAccumulator::<P>::new();
     let mut metrics = Metrics::new();
-    for pass in mini.micros.chunks(mini.lanes) {
+    for pass in mini.micros.chunks(lanes) {
         let results = match pass {
             [micro] => vec![one(senior, micro)],
             // Each lane differentiates its own leaves of the same weights (`fork`: same
             // parameter ids, new autodiff nodes), so the lanes' graphs share no node and
             // Burn runs their backward passes apart; gradients are summed in row order.
             _ => {
-                let device = senior.devices().into_iter().next();
-                let lane = |micro: &Micro| match &device {
-                    Some(device) => one(&senior.clone().fork(device), micro),
-                    None => one(senior, micro),
-                };
-                pass.par_iter().map(lane).collect()
+                let device = senior.device();
+                pass.par_iter().map(|micro| one(&senior.clone().fork(&device), micro)).collect()
             }
         };
         for (micro, result) in pass.iter().zip(results) {
