@@ -11,8 +11,9 @@
 //! per-token overheads hide what a real step costs.
 //!
 //! `cargo bench --bench train_step` (`-- --steps N` for more measured steps, `-- --eos`
-//! to let responses stop at EOS, `-- --device tch` for LibTorch's CPU backend, built with
-//! `--features tch` and `LIBTORCH` set as `.ci/libtorch.sh` prints)
+//! to let responses stop at EOS, `-- --lanes N` for N parts of each micro-batch at once
+//! (default: one per core), `-- --device tch` for LibTorch's CPU backend,
+//! built with `--features tch` and `LIBTORCH` set as `.ci/libtorch.sh` prints)
 
 #![allow(clippy::print_stdout)] // a bench command reports on stdout
 
@@ -46,6 +47,12 @@ fn main() -> anyhow::Result<()> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(3usize);
     let stop_at_eos = args.iter().any(|a| a == "--eos");
+    let lanes = args
+        .iter()
+        .position(|a| a == "--lanes")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0usize);
     let name = args
         .iter()
         .position(|a| a == "--device")
@@ -95,6 +102,7 @@ fn main() -> anyhow::Result<()> {
         max_new_tokens: 64,
         skip_zero_advantage: false,
         validate_every: 0,
+        lanes,
         ..TrainConfig::default()
     };
     let grpo = Grpo::new(GrpoConfig::default())?;
