@@ -11,7 +11,7 @@ use trlvr_verifiers::{MathVerifier, equivalent};
 
 /// (gold answer, full solution) pairs from MATH-500.
 fn pairs() -> Vec<(String, String)> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/math500-test.jsonl");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/math/math500-test.jsonl");
     let text = std::fs::read_to_string(path).expect("MATH-500 data");
     text.lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())

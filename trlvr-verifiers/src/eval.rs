@@ -138,8 +138,8 @@ fn integer(z: Complex) -> Option<i64> {
     if z.is_real() && z.re.fract() == 0.0 && z.re.abs() <= MAX_EXPONENT { Some(z.re as i64) } else { None }
 }
 
+/// Floating-point value at point `k`, before the check for undefined results.
 fn eval_f(e: &Expr, k: usize) -> Result<Complex, VerifyError> {
-    let one = Complex::real(1.0);
     Ok(match e {
         Expr::Num { approx, .. } => Complex::real(*approx),
         Expr::Var(v) => Complex::real(sample(v, k).to_f64()),
@@ -156,73 +156,83 @@ fn eval_f(e: &Expr, k: usize) -> Result<Complex, VerifyError> {
             acc
         }
         Expr::Mul(xs) => {
-            let mut acc = one;
+            let mut acc = Complex::real(1.0);
             for x in xs {
                 acc = acc * eval_f(x, k)?;
             }
             acc
         }
-        Expr::Div(a, b) => {
-            let (a, b) = (eval_f(a, k)?, eval_f(b, k)?);
-            if b.abs() == 0.0 {
-                return Err(VerifyError::NotFinite("division by zero"));
-            }
-            a / b
-        }
-        Expr::Pow(a, b) => {
-            let (a, b) = (eval_f(a, k)?, eval_f(b, k)?);
-            if b.re.abs() > MAX_EXPONENT || b.im.abs() > MAX_EXPONENT {
-                return Err(VerifyError::TooLarge);
-            }
-            let v = match integer(b) {
-                Some(n) => a.powi(n),
-                None => a.pow(b),
-            };
-            checked(v, a.is_finite())?
-        }
-        Expr::Root(n, a) => {
-            let (n, a) = (eval_f(n, k)?, eval_f(a, k)?);
-            match integer(n) {
-                Some(2) => a.sqrt(),
-                // Odd roots of negative reals are real: \sqrt[3]{-8} = -2.
-                Some(m) if m % 2 != 0 && a.im == 0.0 && a.re < 0.0 => {
-                    Complex::real(-(-a.re).powf(1.0 / m as f64))
-                }
-                _ if n.abs() == 0.0 => return Err(VerifyError::NotFinite("zeroth root")),
-                _ => a.pow(one / n),
-            }
-        }
-        Expr::Log(b, a) => {
-            let (b, a) = (eval_f(b, k)?, eval_f(a, k)?);
-            if a.abs() == 0.0 || b.abs() == 0.0 {
-                return Err(VerifyError::NotFinite("log of zero"));
-            }
-            a.ln() / b.ln()
-        }
-        Expr::Factorial(a) => {
-            let n = real_arg(eval_f(a, k)?, "factorial")?;
-            if n.fract() != 0.0 || n < 0.0 {
-                return Err(VerifyError::NotFinite("factorial"));
-            }
-            if n > 170.0 {
-                return Err(VerifyError::TooLarge);
-            }
-            Complex::real((1..=n as u32).map(f64::from).product())
-        }
-        Expr::Binom(n, r) => {
-            let n = real_arg(eval_f(n, k)?, "binomial")?;
-            let r = real_arg(eval_f(r, k)?, "binomial")?;
-            if r.fract() != 0.0 || !(0.0..=1000.0).contains(&r) {
-                return Err(VerifyError::NotFinite("binomial"));
-            }
-            let mut acc = 1.0;
-            for j in 0..r as u32 {
-                acc = acc * (n - f64::from(j)) / f64::from(j + 1);
-            }
-            checked(Complex::real(acc), true)?
-        }
+        Expr::Div(a, b) => divide(eval_f(a, k)?, eval_f(b, k)?)?,
+        Expr::Pow(a, b) => power(eval_f(a, k)?, eval_f(b, k)?)?,
+        Expr::Root(n, a) => root(eval_f(n, k)?, eval_f(a, k)?)?,
+        Expr::Log(b, a) => log(eval_f(b, k)?, eval_f(a, k)?)?,
+        Expr::Factorial(a) => factorial(eval_f(a, k)?)?,
+        Expr::Binom(n, r) => binomial(eval_f(n, k)?, eval_f(r, k)?)?,
         Expr::Func(f, a) => func(*f, eval_f(a, k)?)?,
     })
+}
+
+fn divide(a: Complex, b: Complex) -> Result<Complex, VerifyError> {
+    if b.abs() == 0.0 {
+        return Err(VerifyError::NotFinite("division by zero"));
+    }
+    Ok(a / b)
+}
+
+/// `a^b`, by squaring for whole exponents, so that a negative base stays real (`(-2)^3`).
+fn power(a: Complex, b: Complex) -> Result<Complex, VerifyError> {
+    if b.re.abs() > MAX_EXPONENT || b.im.abs() > MAX_EXPONENT {
+        return Err(VerifyError::TooLarge);
+    }
+    let v = match integer(b) {
+        Some(n) => a.powi(n),
+        None => a.pow(b),
+    };
+    checked(v, a.is_finite())
+}
+
+/// The `n`th root of `a`; odd roots of negative reals are real (`\sqrt[3]{-8} = -2`).
+fn root(n: Complex, a: Complex) -> Result<Complex, VerifyError> {
+    Ok(match integer(n) {
+        Some(2) => a.sqrt(),
+        Some(m) if m % 2 != 0 && a.im == 0.0 && a.re < 0.0 => Complex::real(-(-a.re).powf(1.0 / m as f64)),
+        _ if n.abs() == 0.0 => return Err(VerifyError::NotFinite("zeroth root")),
+        _ => a.pow(Complex::real(1.0) / n),
+    })
+}
+
+/// `\log_b a`.
+fn log(b: Complex, a: Complex) -> Result<Complex, VerifyError> {
+    if a.abs() == 0.0 || b.abs() == 0.0 {
+        return Err(VerifyError::NotFinite("log of zero"));
+    }
+    Ok(a.ln() / b.ln())
+}
+
+/// `n!` for whole `n` up to 170 (the last that fits a double).
+fn factorial(n: Complex) -> Result<Complex, VerifyError> {
+    let n = real_arg(n, "factorial")?;
+    if n.fract() != 0.0 || n < 0.0 {
+        return Err(VerifyError::NotFinite("factorial"));
+    }
+    if n > 170.0 {
+        return Err(VerifyError::TooLarge);
+    }
+    Ok(Complex::real((1..=n as u32).map(f64::from).product()))
+}
+
+/// `\binom{n}{r}` for whole `r` up to 1000 (any real `n`).
+fn binomial(n: Complex, r: Complex) -> Result<Complex, VerifyError> {
+    let n = real_arg(n, "binomial")?;
+    let r = real_arg(r, "binomial")?;
+    if r.fract() != 0.0 || !(0.0..=1000.0).contains(&r) {
+        return Err(VerifyError::NotFinite("binomial"));
+    }
+    let mut acc = 1.0;
+    for j in 0..r as u32 {
+        acc = acc * (n - f64::from(j)) / f64::from(j + 1);
+    }
+    checked(Complex::real(acc), true)
 }
 
 fn func(f: Func, z: Complex) -> Result<Complex, VerifyError> {

@@ -11,10 +11,7 @@
 //! Recursion is capped at [`MAX_DEPTH`] and input length by the tokeniser, so hostile
 //! input fails fast with an error instead of overflowing the stack.
 
-use crate::error::VerifyError;
-use crate::lexer::tokenize;
 use crate::num::Rational;
-use crate::parser::parse_tokens;
 
 /// Maximum nesting depth of the parser.
 pub const MAX_DEPTH: usize = 64;
@@ -91,20 +88,6 @@ impl Expr {
     /// An integer literal.
     pub fn int(n: i128) -> Self {
         Self::Num { exact: Some(Rational::int(n)), approx: n as f64, places: 0 }
-    }
-
-    /// Parses one scalar expression (no commas, relations or brackets around a list).
-    ///
-    /// # Errors
-    /// [`VerifyError`] on unknown syntax, too many tokens or too deep nesting.
-    ///
-    /// ```
-    /// use trlvr_verifiers::expr::Expr;
-    /// assert!(Expr::parse(r"2\frac{1}{2} + \sqrt{x}").is_ok());
-    /// assert!(Expr::parse("1 +").is_err());
-    /// ```
-    pub fn parse(s: &str) -> Result<Self, VerifyError> {
-        parse_tokens(&tokenize(s)?)
     }
 
     /// Whether the expression has a free variable anywhere.

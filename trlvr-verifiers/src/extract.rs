@@ -3,15 +3,19 @@
 //! Every search here is a linear scan (at most a few passes over the input), so a
 //! megabyte-long response costs milliseconds, and an answer is capped at
 //! [`MAX_ANSWER_BYTES`].
+//!
+//! This module picks and orders the stages; boxes are read by a small module of their own
+//! (re-exported here: [`boxed`], [`boxed_group`], [`last_box`]) and free text by
+//! [`crate::text`].
 
 use serde::{Deserialize, Serialize};
 
-use crate::normalize::normalize;
+pub use crate::boxes::{MAX_ANSWER_BYTES, MAX_BOXES, boxed, boxed_group, last_box};
+use crate::normalize::undouble_backslashes;
 pub use crate::text::last_number;
-use crate::text::{anchored, last_math_env, rfind_ci};
-
-/// Longest extracted answer, in bytes; longer candidates are rejected.
-pub const MAX_ANSWER_BYTES: usize = 4096;
+use crate::text::{
+    after_anchor, anchored, is_formula, last_math_env, prose_answer, rfind_ci, sentence, stated_part,
+};
 
 /// Longest input that [`Extraction::Bare`] (and the bare fall-back of
 /// [`Extraction::Math`]) accepts as an answer in its entirety.
@@ -21,8 +25,8 @@ pub const MAX_BARE_BYTES: usize = 200;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Extraction {
     /// MATH style: the last `\boxed{..}`/`\fbox{..}` (with the boxes joined to it, see
-    /// [`boxed_group`]), then the last "the answer is X" or "final answer: X" phrase, then
-    /// the whole input if it is a short single line.
+    /// [`boxed_group`]), then the answer after the last "the answer is X" or "final
+    /// answer: X" phrase ([`phrase`]), then the whole input if it is a short single line.
     #[default]
     Math,
     /// GSM8K style: the last `#### N`, then as [`Extraction::Math`] (without the bare
@@ -134,39 +138,6 @@ impl Pipeline {
     }
 }
 
-/// Whether a short answer reads as a formula rather than prose: after normalisation it
-/// is ASCII (no `答案`) and has no run of two or more plain letters (a word such as `so`)
-/// outside a command, an environment name or a function name.
-pub(crate) fn is_formula(s: &str) -> bool {
-    let n = normalize(s);
-    if !n.is_ascii() {
-        return false;
-    }
-    let b = n.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        let start = i;
-        if b[i] == b'\\' {
-            i += 1;
-            while i < b.len() && b[i].is_ascii_alphabetic() {
-                i += 1;
-            }
-            if matches!(&n[start..i], "\\begin" | "\\end") && b.get(i) == Some(&b'{') {
-                i = n[i..].find('}').map_or(b.len(), |c| i + c + 1);
-            }
-            continue;
-        }
-        while i < b.len() && b[i].is_ascii_alphabetic() {
-            i += 1;
-        }
-        if i - start >= 2 && !crate::lexer::is_function_name(&n[start..i]) {
-            return false;
-        }
-        i = i.max(start + 1);
-    }
-    !n.is_empty()
-}
-
 /// Extracts the answer from `response` the way `how` says; `None` when there is none.
 ///
 /// ```
@@ -179,7 +150,7 @@ pub(crate) fn is_formula(s: &str) -> bool {
 /// assert_eq!(extract("I am not sure what to say here.", Extraction::Gsm8k), None);
 /// ```
 pub fn extract(response: &str, how: Extraction) -> Option<String> {
-    let undoubled = crate::normalize::undouble_backslashes(response);
+    let undoubled = undouble_backslashes(response);
     let response = &*undoubled;
     let found = match how {
         Extraction::Math => boxed_group(response).or_else(|| phrase(response)).or_else(|| {
@@ -198,191 +169,11 @@ pub fn extract(response: &str, how: Extraction) -> Option<String> {
     (!found.is_empty() && found.len() <= MAX_ANSWER_BYTES).then(|| found.to_string())
 }
 
-/// The content of the last well-formed `\boxed{..}`, `\boxed X` or `\fbox{..}`.
-pub fn boxed(s: &str) -> Option<String> {
-    last_box_before(s, s.len()).map(|(_, content)| content)
-}
-
-/// The last well-formed box that starts before `end`: where it starts, and its content.
-fn last_box_before(s: &str, mut end: usize) -> Option<(usize, String)> {
-    // Try the last few occurrences only, so that a flood of broken boxes stays linear.
-    for _ in 0..8 {
-        let (at, name_len) = last_box_command(&s[..end])?;
-        if let Some(content) = box_content(&s[at + name_len..]) {
-            return Some((at, content));
-        }
-        end = at;
-    }
-    None
-}
-
-/// Most boxes read as one answer by [`boxed_group`] (the last ones of a longer run).
-pub const MAX_BOXES: usize = 8;
-
-/// Longest text between two boxes of one answer, in bytes.
-const MAX_BOX_GAP: usize = 48;
-
-/// Words that may join boxes of one answer (`$\boxed{1}$ and $\boxed{2}$`), in several
-/// languages.
-const BOX_JOINERS: &[&str] =
-    &["and", "or", "und", "oder", "et", "ou", "y", "o", "e", "i", "и", "или", "和", "或", "、", "及", "以及"];
-
-/// The answer in the last boxes of `s`: the last well-formed box, and with it the boxes
-/// just before it when only punctuation, math delimiters, spacing and joining words such
-/// as "and" stand between them (`x = \boxed{1}` and `\boxed{2}`); several boxes are
-/// read as the list `1, 2` (an answer boxed twice, in any spelling, counts once). Boxes
-/// separated by prose (`\boxed{12} is wrong, so \boxed{13}`) are separate answers, and the
-/// last one wins as in [`boxed`].
-///
-/// ```
-/// use trlvr_verifiers::extract::boxed_group;
-///
-/// assert_eq!(boxed_group(r"so $\boxed{1}$ and $\boxed{2}$.").as_deref(), Some("1, 2"));
-/// assert_eq!(boxed_group(r"\boxed{1}, then we see \boxed{2}").as_deref(), Some("2"));
-/// assert_eq!(boxed_group(r"\boxed{5} \boxed{5}").as_deref(), Some("5"));
-/// ```
-pub fn boxed_group(s: &str) -> Option<String> {
-    let (mut start, last) = last_box_before(s, s.len())?;
-    let mut group = vec![last];
-    for _ in 1..MAX_BOXES {
-        let Some((at, content)) = joined_box_before(s, start) else { break };
-        // The same answer written twice (`15\frac{39}{40}` or `\frac{639}{40}`) counts once.
-        if !group.iter().any(|g| crate::equiv::equivalent(g, content)) {
-            group.push(content.to_string());
-        }
-        start = at;
-    }
-    if group.len() == 1 {
-        return group.pop();
-    }
-    group.reverse();
-    Some(group.join(", "))
-}
-
-/// The box that ends shortly before `start` with only joiners after it: where it starts,
-/// and its content. Looks back from `start` over at most [`MAX_BOX_GAP`] bytes for the box's
-/// closing brace.
-fn joined_box_before(s: &str, start: usize) -> Option<(usize, &str)> {
-    let b = s.as_bytes();
-    let lo = start.saturating_sub(MAX_BOX_GAP + 1);
-    // From the nearest `}` back: once the text after one does not join, no earlier one can,
-    // so prose before a box (`the answer is $\boxed`) stops this at once.
-    for close in (lo..start).rev().filter(|&i| b[i] == b'}') {
-        if !joins_boxes(&s[close + 1..start]) {
-            return None;
-        }
-        let Some(open) = opening_brace(s, close) else { continue };
-        let Some(name_len) = ["\\boxed", "\\fbox"].iter().find(|n| s[..open].ends_with(*n)).map(|n| n.len())
-        else {
-            continue;
-        };
-        // The braces must match read forwards too (escaped braces, `\\`).
-        let content = &s[open + 1..close];
-        if box_content(&s[open..]).is_some_and(|c| c.len() == content.len()) {
-            return Some((open - name_len, content));
-        }
-    }
-    None
-}
-
-/// The `{` that the `}` at `close` closes, looking back at most [`MAX_ANSWER_BYTES`].
-fn opening_brace(s: &str, close: usize) -> Option<usize> {
-    let b = s.as_bytes();
-    let lo = close.saturating_sub(MAX_ANSWER_BYTES);
-    let mut depth = 0usize;
-    for i in (lo..=close).rev() {
-        let escaped = i > 0 && b[i - 1] == b'\\';
-        match b[i] {
-            b'}' if !escaped => depth += 1,
-            b'{' if !escaped => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Whether the text between two boxes only joins them: punctuation, math delimiters,
-/// spacing commands, `\text{..}` and the words of [`BOX_JOINERS`].
-fn joins_boxes(gap: &str) -> bool {
-    if gap.len() > MAX_BOX_GAP {
-        return false;
-    }
-    let mut rest = gap;
-    while let Some(c) = rest.chars().next() {
-        if c.is_whitespace() || matches!(c, '$' | ',' | ';' | '&' | '{' | '}') {
-            rest = &rest[c.len_utf8()..];
-        } else if let Some(command) = rest.strip_prefix('\\') {
-            let name_len = command.bytes().take_while(u8::is_ascii_alphabetic).count();
-            let name = &command[..name_len];
-            let spacing = name.is_empty() && command.starts_with([',', ';', ' ', '(', ')', '[', ']']);
-            if !spacing && !matches!(name, "text" | "mbox" | "textrm" | "quad" | "qquad") {
-                return false;
-            }
-            rest = &command[name_len.max(1)..];
-        } else {
-            let len =
-                rest.find(|c: char| !c.is_alphabetic() && c != '、').unwrap_or(rest.len()).max(c.len_utf8());
-            let word = &rest[..len];
-            if !BOX_JOINERS.iter().any(|j| j.eq_ignore_ascii_case(word)) {
-                return false;
-            }
-            rest = &rest[len..];
-        }
-    }
-    true
-}
-
-/// The content of the last `\boxed`/`\fbox` occurrence, or `None` when there is none or it
-/// is malformed (unbalanced braces, nothing after it). Never looks at an earlier box.
-///
-/// ```
-/// use trlvr_verifiers::extract::last_box;
-///
-/// assert_eq!(last_box(r"\boxed{1} then \boxed{2}").as_deref(), Some("2"));
-/// assert_eq!(last_box(r"\boxed{1} then \boxed{2"), None);
-/// ```
-pub fn last_box(s: &str) -> Option<String> {
-    let (at, name_len) = last_box_command(s)?;
-    box_content(&s[at + name_len..])
-}
-
-/// Where the last `\boxed` or `\fbox` of `hay` starts, and the command's length. An
-/// `\fbox` only matters after the last `\boxed`, so it is looked for there alone.
-fn last_box_command(hay: &str) -> Option<(usize, usize)> {
-    const BOXED: &str = "\\boxed";
-    const FBOX: &str = "\\fbox";
-    match hay.rfind(BOXED) {
-        Some(at) => Some(hay[at..].rfind(FBOX).map_or((at, BOXED.len()), |f| (at + f, FBOX.len()))),
-        None => hay.rfind(FBOX).map(|at| (at, FBOX.len())),
-    }
-}
-
-/// What follows a `\boxed` command: a braced group, or one space-separated token.
-fn box_content(rest: &str) -> Option<String> {
-    if let Some(inner) = rest.strip_prefix('{') {
-        let close = crate::normalize::matching_brace(rest, 0)?;
-        return Some(inner[..close - 1].to_string());
-    }
-    let token = rest.strip_prefix(' ')?.trim_start();
-    let end = token.find(|c: char| c.is_whitespace() || c == '$').unwrap_or(token.len());
-    let t = token[..end].trim_end_matches(['.', ',']);
-    (!t.is_empty()).then(|| t.to_string())
-}
-
-const PHRASES: &[&str] = &["final answer is", "final answer:", "the answer is", "answer:"];
-
-/// The answer after the last "the answer is" / "final answer:" phrase.
+/// The answer after the last "the answer is" / "final answer:" phrase (an anchor of
+/// [`crate::text::after_anchor`], in any of its languages, and not negated), MATH style:
+/// the math that opens what follows, else the part of its sentence that states the answer.
 pub fn phrase(s: &str) -> Option<String> {
-    let (at, len) = PHRASES
-        .iter()
-        .filter_map(|p| rfind_ci(s, p).map(|i| (i, p.len())))
-        .max_by_key(|&(i, l)| (i + l, l))?;
-    let mut rest = s[at + len..].trim_start_matches([' ', ':', '\t']);
+    let mut rest = after_anchor(s)?;
     // Minerva style: "Final Answer: The final answer is $5$. I hope it is correct."
     if let Some(i) = rfind_ci(rest, "i hope it is correct") {
         rest = &rest[..i];
@@ -398,9 +189,9 @@ pub fn phrase(s: &str) -> Option<String> {
         &math[..math.find("\\]")?]
     } else {
         let line = rest.lines().next().unwrap_or("");
-        let (part, prose) = crate::text::stated_part(sentence(line));
+        let (part, prose) = stated_part(sentence(line));
         if prose {
-            stated = crate::text::prose_answer(part);
+            stated = prose_answer(part);
             &stated
         } else {
             part
@@ -408,18 +199,6 @@ pub fn phrase(s: &str) -> Option<String> {
     };
     let answer = answer.trim().trim_end_matches('.').trim();
     (!answer.is_empty()).then(|| answer.to_string())
-}
-
-/// Cuts a line at its first sentence end (a period followed by a space or the end, that is
-/// not a decimal point).
-fn sentence(line: &str) -> &str {
-    let b = line.as_bytes();
-    for (i, &c) in b.iter().enumerate() {
-        if c == b'.' && b.get(i + 1).is_none_or(|n| n.is_ascii_whitespace()) {
-            return &line[..i];
-        }
-    }
-    line
 }
 
 /// The rest of the line after the last `####`.
@@ -455,16 +234,6 @@ pub fn bare(s: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn boxes() {
-        assert_eq!(boxed(r"\boxed{\frac{1}{2}}").as_deref(), Some(r"\frac{1}{2}"));
-        assert_eq!(boxed(r"a \boxed{1} b \boxed{\{1,2\}}").as_deref(), Some(r"\{1,2\}"));
-        assert_eq!(boxed(r"\boxed 5$.").as_deref(), Some("5"));
-        assert_eq!(boxed(r"\fbox{7}").as_deref(), Some("7"));
-        assert_eq!(boxed(r"\boxed{2} then \boxed{3").as_deref(), Some("2"));
-        assert_eq!(boxed("nothing"), None);
-    }
 
     #[test]
     fn phrases_and_numbers() {

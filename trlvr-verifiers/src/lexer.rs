@@ -136,113 +136,111 @@ pub fn tokenize(s: &str) -> Result<Vec<Tok>, VerifyError> {
         }
         let c = b[i];
         if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
-            let start = i;
-            while i < b.len() && b[i].is_ascii_digit() {
-                i += 1;
-            }
-            if i < b.len() && b[i] == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-                while i < b.len() && b[i].is_ascii_digit() {
-                    i += 1;
-                }
-            }
-            // e-notation: `1e3`, `2.5E-4` (but `2e+1` is `2e + 1`).
-            if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
-                let mut j = i + 1;
-                if j < b.len() && b[j] == b'-' {
-                    j += 1;
-                }
-                if j < b.len() && b[j].is_ascii_digit() {
-                    while j < b.len() && b[j].is_ascii_digit() {
-                        j += 1;
-                    }
-                    i = j;
-                }
-            }
-            out.push(Tok::Num(s[start..i].to_string()));
-            continue;
+            let end = number_end(b, i);
+            out.push(Tok::Num(s[i..end].to_string()));
+            i = end;
+        } else if c.is_ascii_alphabetic() {
+            let end = i + b[i..].iter().take_while(|c| c.is_ascii_alphabetic()).count();
+            letters(&s[i..end], &mut out);
+            i = end;
+        } else if matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+            i += 1;
+        } else if c == b'\\' {
+            out.push(backslash(s, &mut i)?);
+        } else {
+            out.push(symbol(b, &mut i)?);
         }
-        if c.is_ascii_alphabetic() {
-            let start = i;
-            while i < b.len() && b[i].is_ascii_alphabetic() {
-                i += 1;
-            }
-            let run = &s[start..i];
-            if BARE_NAMES.contains(&run) {
-                out.push(Tok::Cmd(run.to_string()));
-            } else if run.len() >= 3 {
-                out.push(Tok::Word(run.to_string()));
-            } else {
-                out.extend(run.chars().map(Tok::Letter));
-            }
-            continue;
-        }
-        i += 1;
-        let tok = match c {
-            b' ' | b'\t' | b'\n' | b'\r' => continue,
-            b'(' => Tok::LParen,
-            b')' => Tok::RParen,
-            b'[' => Tok::LBrack,
-            b']' => Tok::RBrack,
-            b'{' => Tok::LBrace,
-            b'}' => Tok::RBrace,
-            b',' => Tok::Comma,
-            b';' => Tok::Semi,
-            b'+' => Tok::Plus,
-            b'-' => Tok::Minus,
-            b'*' if b.get(i) == Some(&b'*') => {
-                i += 1;
-                Tok::Caret
-            }
-            b'*' => Tok::Star,
-            b'/' => Tok::Slash,
-            b'^' => Tok::Caret,
-            b'_' => Tok::Under,
-            b'|' => Tok::Bar,
-            b'&' => Tok::Amp,
-            b'!' if b.get(i) == Some(&b'=') => {
-                i += 1;
-                Tok::Rel(RelOp::Ne)
-            }
-            b'!' => Tok::Bang,
-            b'=' => Tok::Rel(RelOp::Eq),
-            b'<' | b'>' => {
-                let or_equal = b.get(i) == Some(&b'=');
-                if or_equal {
-                    i += 1;
-                }
-                Tok::Rel(match (c, or_equal) {
-                    (b'<', false) => RelOp::Lt,
-                    (b'<', true) => RelOp::Le,
-                    (_, false) => RelOp::Gt,
-                    (_, true) => RelOp::Ge,
-                })
-            }
-            b'\\' => {
-                let start = i;
-                while i < b.len() && b[i].is_ascii_alphabetic() {
-                    i += 1;
-                }
-                if i == start {
-                    let Some(&next) = b.get(i) else {
-                        return Err(VerifyError::Syntax("trailing backslash".into()));
-                    };
-                    i += 1;
-                    match next {
-                        b'{' => Tok::LSet,
-                        b'}' => Tok::RSet,
-                        b'\\' => Tok::Row,
-                        _ => return Err(VerifyError::Syntax(format!("unknown \\{}", next as char))),
-                    }
-                } else {
-                    command(s, &s[start..i], &mut i)?
-                }
-            }
-            _ => return Err(VerifyError::Syntax(format!("unexpected {:?}", c as char))),
-        };
-        out.push(tok);
     }
     Ok(out)
+}
+
+/// The end of the number starting at `i`: digits, a fractional part, and an exponent
+/// (`1e3`, `2.5E-4`; but `2e+1` is `2e + 1`).
+fn number_end(b: &[u8], mut i: usize) -> usize {
+    let digits_from = |i: usize| i + b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+    i = digits_from(i);
+    if b.get(i) == Some(&b'.') && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+        i = digits_from(i + 1);
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        let sign = usize::from(b.get(i + 1) == Some(&b'-'));
+        if b.get(i + 1 + sign).is_some_and(u8::is_ascii_digit) {
+            i = digits_from(i + 1 + sign);
+        }
+    }
+    i
+}
+
+/// A run of letters: a bare function name (`sin`), a word of three or more letters, or
+/// one letter per variable (`xy` is `x y`).
+fn letters(run: &str, out: &mut Vec<Tok>) {
+    if BARE_NAMES.contains(&run) {
+        out.push(Tok::Cmd(run.to_string()));
+    } else if run.len() >= 3 {
+        out.push(Tok::Word(run.to_string()));
+    } else {
+        out.extend(run.chars().map(Tok::Letter));
+    }
+}
+
+/// The token of the one- or two-character symbol at `*i` (`+`, `**`, `<=`, `!=`), moving
+/// `*i` past it.
+fn symbol(b: &[u8], i: &mut usize) -> Result<Tok, VerifyError> {
+    let c = b[*i];
+    *i += 1;
+    let mut then = |next: u8| {
+        let found = b.get(*i) == Some(&next);
+        *i += usize::from(found);
+        found
+    };
+    Ok(match c {
+        b'(' => Tok::LParen,
+        b')' => Tok::RParen,
+        b'[' => Tok::LBrack,
+        b']' => Tok::RBrack,
+        b'{' => Tok::LBrace,
+        b'}' => Tok::RBrace,
+        b',' => Tok::Comma,
+        b';' => Tok::Semi,
+        b'+' => Tok::Plus,
+        b'-' => Tok::Minus,
+        b'*' if then(b'*') => Tok::Caret,
+        b'*' => Tok::Star,
+        b'/' => Tok::Slash,
+        b'^' => Tok::Caret,
+        b'_' => Tok::Under,
+        b'|' => Tok::Bar,
+        b'&' => Tok::Amp,
+        b'!' if then(b'=') => Tok::Rel(RelOp::Ne),
+        b'!' => Tok::Bang,
+        b'=' => Tok::Rel(RelOp::Eq),
+        b'<' if then(b'=') => Tok::Rel(RelOp::Le),
+        b'<' => Tok::Rel(RelOp::Lt),
+        b'>' if then(b'=') => Tok::Rel(RelOp::Ge),
+        b'>' => Tok::Rel(RelOp::Gt),
+        _ => return Err(VerifyError::Syntax(format!("unexpected {:?}", c as char))),
+    })
+}
+
+/// The token of the backslash sequence at `*i`: a command (`\frac`) or a one-character
+/// one (`\{`, `\}`, the row break `\\`), moving `*i` past it.
+fn backslash(s: &str, i: &mut usize) -> Result<Tok, VerifyError> {
+    let b = s.as_bytes();
+    let start = *i + 1;
+    *i = start + b[start..].iter().take_while(|c| c.is_ascii_alphabetic()).count();
+    if *i > start {
+        return command(s, &s[start..*i], i);
+    }
+    let Some(&next) = b.get(start) else {
+        return Err(VerifyError::Syntax("trailing backslash".into()));
+    };
+    *i += 1;
+    match next {
+        b'{' => Ok(Tok::LSet),
+        b'}' => Ok(Tok::RSet),
+        b'\\' => Ok(Tok::Row),
+        _ => Err(VerifyError::Syntax(format!("unknown \\{}", next as char))),
+    }
 }
 
 /// Turns a command name into a token; reads `{env}` after `\begin`/`\end`.

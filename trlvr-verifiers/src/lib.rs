@@ -56,6 +56,7 @@
 #![warn(missing_docs)]
 
 pub mod answer;
+mod boxes;
 pub mod equiv;
 pub mod error;
 pub mod eval;

@@ -7,8 +7,25 @@
 
 use crate::error::VerifyError;
 use crate::expr::{Expr, Func, MAX_DEPTH};
-use crate::lexer::Tok;
+use crate::lexer::{Tok, tokenize};
 use crate::num::Rational;
+
+// Here rather than in `expr`, so that the syntax tree does not depend on its parser.
+impl Expr {
+    /// Parses one scalar expression (no commas, relations or brackets around a list).
+    ///
+    /// # Errors
+    /// [`VerifyError`] on unknown syntax, too many tokens or too deep nesting.
+    ///
+    /// ```
+    /// use trlvr_verifiers::expr::Expr;
+    /// assert!(Expr::parse(r"2\frac{1}{2} + \sqrt{x}").is_ok());
+    /// assert!(Expr::parse("1 +").is_err());
+    /// ```
+    pub fn parse(s: &str) -> Result<Self, VerifyError> {
+        parse_tokens(&tokenize(s)?)
+    }
+}
 
 /// Parses a token slice as one scalar expression.
 pub(crate) fn parse_tokens(toks: &[Tok]) -> Result<Expr, VerifyError> {

@@ -5,7 +5,7 @@ use trlvr_verifiers::answer::Answer;
 use trlvr_verifiers::{Extraction, MathVerifier, equivalent, extract, normalize};
 
 fn rows(name: &str) -> Vec<Value> {
-    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/../assets/math/{name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     text.lines()
         .filter(|l| !l.trim().is_empty())

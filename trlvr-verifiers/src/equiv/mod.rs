@@ -52,13 +52,25 @@
 //! `(1,2)` does not equal the bare list `1, 2` here (only [`matches_reference`] lets a
 //! reference pair be answered by a list); and `a \approx b` is read as its exact side `a`
 //! by normalisation.
+//!
+//! The structural rules are here; the intervals that relations describe are built in
+//! `intervals`, relations are compared side by side in `relations`, and decimals are
+//! rounded in `rounding`.
+
+mod intervals;
+mod relations;
+mod rounding;
+
+use intervals::{as_interval, intervals};
+use relations::relations_equal;
+pub use rounding::{MIN_STATED_PLACES, ROUNDING_PLACES};
+use rounding::{rounds_alike, within_stated_precision};
 
 use crate::answer::Answer;
-use crate::eval::{Value, close, points_needed, same, same_function, to_complex, value};
+use crate::eval::same_function;
 use crate::expr::{Expr, MAX_DEPTH};
 use crate::lexer::RelOp;
 use crate::normalize::normalize;
-use crate::num::Complex;
 
 /// Longest normalised answer (in bytes) that is parsed at all.
 pub const MAX_ANSWER_LEN: usize = 2000;
@@ -240,34 +252,6 @@ fn with_decimal_points(s: &str) -> Option<String> {
     found.then(|| String::from_utf8(out).unwrap_or_default())
 }
 
-/// Decimal places kept when a decimal is compared with an exact value (math-verify's
-/// default `float_rounding`).
-pub const ROUNDING_PLACES: i32 = 6;
-
-/// math-verify's rounding: a decimal literal equals a constant that is not an integer when
-/// both round to the same [`ROUNDING_PLACES`] decimal places (`0.083333` and
-/// `0.0833333333333333` both equal `\frac{1}{12}`; `0.33` does not equal `\frac13`, nor
-/// `3.0000001` equal `3`).
-fn rounds_alike(a: &Expr, b: &Expr) -> bool {
-    let decimal = |e: &Expr| match e {
-        Expr::Num { exact, .. } => exact.is_none_or(|q| !q.is_integer()),
-        Expr::Neg(x) => matches!(&**x, Expr::Num { exact, .. } if exact.is_none_or(|q| !q.is_integer())),
-        _ => false,
-    };
-    if !(decimal(a) || decimal(b)) || a.has_vars() || b.has_vars() {
-        return false;
-    }
-    let (Ok(x), Ok(y)) = (value(a, 0), value(b, 0)) else { return false };
-    let integer = |v: &Value| matches!(v, Value::Exact(q) if q.is_integer());
-    if integer(&x) || integer(&y) {
-        return false;
-    }
-    let (x, y) = (to_complex(x), to_complex(y));
-    let scale = 10f64.powi(ROUNDING_PLACES);
-    let round = |z: Complex| (z.re * scale).round();
-    x.is_real() && y.is_real() && x.re.abs() < 1e9 && round(x) == round(y)
-}
-
 /// Case-insensitive text comparison (spaces are already canonical after normalisation).
 fn text_equal(a: &str, b: &str) -> bool {
     a.to_lowercase() == b.to_lowercase()
@@ -311,41 +295,6 @@ pub fn answers_equal(a: &Answer, b: &Answer, depth: usize) -> bool {
     }
 }
 
-/// Fewest decimal places a matrix entry must state to be rounded like math-verify: one
-/// place would let `0.3` stand for anything from `0.25` to `0.35`.
-pub const MIN_STATED_PLACES: u32 = 2;
-
-/// A matrix or vector entry written as a decimal answers an exact entry that rounds to it
-/// at the precision the decimal states (math-verify's rule, per entry): `0.33` answers
-/// `\frac13` and `0.67` answers `\frac23`, but `0.66` (cut off, not rounded) does not,
-/// nor does `0.33` answer `\frac23`. At least [`MIN_STATED_PLACES`] places are needed.
-fn within_stated_precision(a: &Answer, b: &Answer) -> bool {
-    let (Answer::Expr(x), Answer::Expr(y)) = (a, b) else { return false };
-    rounds_to_literal(x, y) || rounds_to_literal(y, x)
-}
-
-/// Whether `exact` rounds to the decimal literal `lit` at the places `lit` states
-/// (halves away from zero).
-fn rounds_to_literal(lit: &Expr, exact: &Expr) -> bool {
-    let (Some((q, places)), None) = (decimal_literal(lit), decimal_literal(exact)) else { return false };
-    if exact.has_vars() || !(MIN_STATED_PLACES..=15).contains(&u32::from(places)) {
-        return false;
-    }
-    let Ok(v) = value(exact, 0) else { return false };
-    let v = to_complex(v);
-    let scale = 10f64.powi(i32::from(places));
-    v.is_real() && (v.re * scale).round() == (q.to_f64() * scale).round()
-}
-
-/// The value and stated places of a literal with a fractional part (`0.33`, `-1.50`).
-fn decimal_literal(e: &Expr) -> Option<(crate::num::Rational, u8)> {
-    match e {
-        Expr::Num { exact: Some(q), places, .. } if !q.is_integer() => Some((*q, *places)),
-        Expr::Neg(x) => decimal_literal(x).and_then(|(q, p)| Some((q.checked_neg()?, p))),
-        _ => None,
-    }
-}
-
 /// One side as a union of intervals, for answers that describe a set of reals in
 /// different ways: an inequality (`x > 2`, `1 \le |z| \le \frac32`), a list of
 /// inequalities joined by "or" (`x < -1, x > 2` after normalisation), an interval or a
@@ -365,182 +314,11 @@ fn same_intervals(a: &Answer, b: &Answer, d: usize) -> bool {
     }
 }
 
-/// The intervals an answer describes and the variable it constrains, if any.
-fn intervals(a: &Answer) -> Option<(Option<&str>, Vec<Answer>)> {
-    let interval = |x: &Answer| matches!(x, Answer::Bracketed { items, .. } if items.len() == 2);
-    match a {
-        Answer::Bracketed { .. } if interval(a) => Some((None, vec![a.clone()])),
-        Answer::Union(parts) if parts.iter().all(interval) => Some((None, parts.clone())),
-        Answer::Relation { exprs, ops } => inequality_intervals(exprs, ops),
-        Answer::Set(items) if items.len() >= 2 => {
-            let mut var = None;
-            let mut out = Vec::new();
-            for item in items {
-                let Answer::Relation { exprs, ops } = item else { return None };
-                let (v, parts) = inequality_intervals(exprs, ops)?;
-                if var.is_some() && var != v {
-                    return None;
-                }
-                var = v;
-                out.extend(parts);
-            }
-            Some((var, out))
-        }
-        _ => None,
-    }
-}
-
-/// The intervals of an inequality in one variable `v` (`v < c`, `a \le v < b`) or in its
-/// distance from a point (`|v + c| < r`, `r \le |v - c|`, `a \le |v| \le b`).
-fn inequality_intervals<'a>(exprs: &'a [Expr], ops: &[RelOp]) -> Option<(Option<&'a str>, Vec<Answer>)> {
-    if let Some(interval) = as_interval(exprs, ops) {
-        let (e, _) = oriented(exprs, ops);
-        let var = e.iter().find_map(|x| x.as_var());
-        return Some((var, vec![interval]));
-    }
-    let (e, o) = oriented(exprs, ops);
-    if o.iter().any(|op| !matches!(op, RelOp::Lt | RelOp::Le)) {
-        return None;
-    }
-    let closed = |op: RelOp| op == RelOp::Le;
-    let inf = || Expr::Inf;
-    let minus_inf = || Expr::Neg(Box::new(Expr::Inf));
-    let piece = |lo: Expr, hi: Expr, lo_closed: bool, hi_closed: bool| Answer::Bracketed {
-        open: if lo_closed { '[' } else { '(' },
-        close: if hi_closed { ']' } else { ')' },
-        items: vec![Answer::Expr(lo), Answer::Expr(hi)],
-    };
-    let positive = |x: &Expr, zero_ok: bool| {
-        !x.has_vars()
-            && value(x, 0).is_ok_and(|v| {
-                let z = to_complex(v);
-                z.is_real() && (z.re > 0.0 || (zero_ok && z.re == 0.0))
-            })
-    };
-    match (e.as_slice(), o.as_slice()) {
-        // |v + c| < r: one interval around -c.
-        ([abs, r], [op]) if distance(abs).is_some() => {
-            let (v, c) = distance(abs)?;
-            positive(r, false).then_some(())?;
-            Some((Some(v), vec![piece(shift(neg(r), c), shift((*r).clone(), c), closed(*op), closed(*op))]))
-        }
-        // r < |v + c|: two rays.
-        ([r, abs], [op]) if distance(abs).is_some() => {
-            let (v, c) = distance(abs)?;
-            positive(r, true).then_some(())?;
-            let left = piece(minus_inf(), shift(neg(r), c), false, closed(*op));
-            let right = piece(shift((*r).clone(), c), inf(), closed(*op), false);
-            Some((Some(v), vec![left, right]))
-        }
-        // a < |v + c| < b: two intervals, mirror images around -c.
-        ([a, abs, b], [lo, hi]) => {
-            let (v, c) = distance(abs)?;
-            positive(a, true).then_some(())?;
-            let left = piece(shift(neg(b), c), shift(neg(a), c), closed(*hi), closed(*lo));
-            let right = piece(shift((*a).clone(), c), shift((*b).clone(), c), closed(*lo), closed(*hi));
-            Some((Some(v), vec![left, right]))
-        }
-        _ => None,
-    }
-}
-
-/// `|v + c|` (or `|v - c|`, `|c + v|`, `|v|`) as the variable and its shift `c`.
-fn distance(e: &Expr) -> Option<(&str, Option<&Expr>)> {
-    let Expr::Func(crate::expr::Func::Abs, inner) = e else { return None };
-    match &**inner {
-        Expr::Var(v) => Some((v, None)),
-        Expr::Add(xs) if xs.len() == 2 => match (&xs[0], &xs[1]) {
-            (Expr::Var(v), c) | (c, Expr::Var(v)) if !c.has_vars() => Some((v, Some(c))),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// `-x`.
-fn neg(x: &Expr) -> Expr {
-    Expr::Neg(Box::new(x.clone()))
-}
-
-/// `x - c`: an end of `|v + c| ...` moved back by the shift.
-fn shift(x: Expr, c: Option<&Expr>) -> Expr {
-    match c {
-        Some(c) => Expr::Add(vec![x, neg(c)]),
-        None => x,
-    }
-}
-
 /// Unordered comparison that ignores repeats.
 fn same_members(x: &[Answer], y: &[Answer], d: usize) -> bool {
     let covered =
         |from: &[Answer], to: &[Answer]| from.iter().all(|p| to.iter().any(|q| answers_equal(p, q, d)));
     !x.is_empty() && !y.is_empty() && covered(x, y) && covered(y, x)
-}
-
-/// Writes a relation with `<`/`\le` when it only uses `>`/`\ge`.
-fn oriented<'a>(exprs: &'a [Expr], ops: &[RelOp]) -> (Vec<&'a Expr>, Vec<RelOp>) {
-    let greater = !ops.is_empty() && ops.iter().all(|o| matches!(o, RelOp::Gt | RelOp::Ge));
-    if greater {
-        (exprs.iter().rev().collect(), ops.iter().rev().map(|o| o.flip()).collect())
-    } else {
-        (exprs.iter().collect(), ops.to_vec())
-    }
-}
-
-fn relations_equal(e1: &[Expr], o1: &[RelOp], e2: &[Expr], o2: &[RelOp]) -> bool {
-    // A chain of equalities states its first side equal to its last (`y = 2x + 2x = 4x` is
-    // `y = 4x`), whatever its steps say, against a single equation.
-    let equalities = |o: &[RelOp]| o.iter().all(|op| *op == RelOp::Eq);
-    if equalities(o1) && equalities(o2) && e1.len() != e2.len() && e1.len().min(e2.len()) == 2 {
-        let ends = |e: &[Expr]| [e[0].clone(), e[e.len() - 1].clone()];
-        return relations_equal(&ends(e1), &[RelOp::Eq], &ends(e2), &[RelOp::Eq]);
-    }
-    let (e1, o1) = oriented(e1, o1);
-    let (e2, o2) = oriented(e2, o2);
-    if o1 != o2 || e1.len() != e2.len() {
-        return false;
-    }
-    if e1.len() == 2 {
-        let positive = matches!(o1[0], RelOp::Lt | RelOp::Le);
-        return proportional(e1[0], e1[1], e2[0], e2[1], positive);
-    }
-    e1.iter().zip(&e2).all(|(x, y)| same_function(x, y))
-}
-
-/// Whether `r1 - l1 = k (r2 - l2)` for one constant `k` (non-zero; positive if asked) at
-/// every sample point. Two identities (both sides always equal) also count.
-fn proportional(l1: &Expr, r1: &Expr, l2: &Expr, r2: &Expr, positive: bool) -> bool {
-    let mut ratio: Option<Complex> = None;
-    let mut compared = 0;
-    for k in 0..points_needed(&[l1, r1, l2, r2]) {
-        let (Ok(a1), Ok(b1), Ok(a2), Ok(b2)) = (value(l1, k), value(r1, k), value(l2, k), value(r2, k))
-        else {
-            continue;
-        };
-        compared += 1;
-        let (zero1, zero2) = (same(a1, b1), same(a2, b2));
-        if zero1 != zero2 {
-            return false;
-        }
-        if zero1 {
-            continue;
-        }
-        let d1 = to_complex(b1) - to_complex(a1);
-        let d2 = to_complex(b2) - to_complex(a2);
-        let r = d1 / d2;
-        match ratio {
-            None => ratio = Some(r),
-            Some(r0) if !close(r, r0) => return false,
-            Some(_) => {}
-        }
-    }
-    if compared == 0 {
-        return false;
-    }
-    match ratio {
-        Some(r) if positive => r.is_real() && r.re > 0.0,
-        _ => true,
-    }
 }
 
 /// A relation against a non-relation: `x = 5` against `5`, `x > 3` against `(3, \infty)`.
@@ -574,31 +352,6 @@ fn relation_vs_other(exprs: &[Expr], ops: &[RelOp], other: &Answer, d: usize) ->
         return answers_equal(&interval, other, d);
     }
     false
-}
-
-/// The interval described by `x < c`, `c \le x`, `a < x \le b` (after orientation).
-fn as_interval(exprs: &[Expr], ops: &[RelOp]) -> Option<Answer> {
-    let (e, o) = oriented(exprs, ops);
-    if o.iter().any(|op| !matches!(op, RelOp::Lt | RelOp::Le)) {
-        return None;
-    }
-    let bound = |e: &Expr| Answer::Expr(e.clone());
-    let ends = |lo: Answer, hi: Answer, lo_closed: bool, hi_closed: bool| Answer::Bracketed {
-        open: if lo_closed { '[' } else { '(' },
-        close: if hi_closed { ']' } else { ')' },
-        items: vec![lo, hi],
-    };
-    let minus_inf = Answer::Expr(Expr::Neg(Box::new(Expr::Inf)));
-    match (e.as_slice(), o.as_slice()) {
-        ([v, c], [op]) if v.as_var().is_some() => Some(ends(minus_inf, bound(c), false, *op == RelOp::Le)),
-        ([c, v], [op]) if v.as_var().is_some() => {
-            Some(ends(bound(c), Answer::Expr(Expr::Inf), *op == RelOp::Le, false))
-        }
-        ([a, v, b], [o1, o2]) if v.as_var().is_some() => {
-            Some(ends(bound(a), bound(b), *o1 == RelOp::Le, *o2 == RelOp::Le))
-        }
-        _ => None,
-    }
 }
 
 #[cfg(test)]
