@@ -13,32 +13,14 @@ use burn::prelude::*;
 use burn::tensor::DType;
 use burn::tensor::activation::silu;
 
-use crate::attention::{QUERY_BLOCK, attend};
+use crate::attention::{Attention, QUERY_BLOCK};
 use crate::cache::{CausalMask, KvCache};
 use crate::config::ModelConfig;
 use crate::few_rows;
+use crate::layers::{FEW_ROWS, linear, norm, project};
+use crate::packing::Packing;
 use crate::rope::Rope;
 use crate::{Error, Result};
-
-/// Grouped-query self-attention.
-#[derive(Module, Debug)]
-pub struct Attention {
-    /// `[hidden, heads * head_dim]`
-    pub q_proj: Linear,
-    /// `[hidden, kv_heads * head_dim]`
-    pub k_proj: Linear,
-    /// `[hidden, kv_heads * head_dim]`
-    pub v_proj: Linear,
-    /// `[heads * head_dim, hidden]`
-    pub o_proj: Linear,
-    /// Per-head RMSNorm of the queries (Qwen3 only), over `head_dim`.
-    pub q_norm: Option<RmsNorm>,
-    /// Per-head RMSNorm of the keys (Qwen3 only), over `head_dim`.
-    pub k_norm: Option<RmsNorm>,
-    pub(crate) heads: usize,
-    pub(crate) kv_heads: usize,
-    pub(crate) head_dim: usize,
-}
 
 /// The SwiGLU MLP: `down(silu(gate(x)) * up(x))`.
 #[derive(Module, Debug)]
@@ -80,7 +62,7 @@ pub struct Decoder {
     pub lm_head: Option<Linear>,
     #[module(skip)]
     pub(crate) config: ModelConfig,
-    /// Queries per attention block ([`attend`]).
+    /// Queries per attention block ([`attend`](crate::attention::attend)).
     #[module(skip)]
     pub(crate) query_block: usize,
     /// The forward pass's dtype when it differs from the weights'
@@ -137,63 +119,6 @@ impl ModelConfig {
     }
 }
 
-/// Row counts up to which the tied LM head multiplies as `(E · xᵀ)ᵀ` ([`Decoder::lm_head`]).
-const FEW_ROWS: usize = 64;
-
-/// Rows up to which [`project`] multiplies a weight in the decode layout as
-/// `(weightᵀ · xᵀ)ᵀ`.
-const FLIPPED_ROWS: usize = 256;
-
-/// `x · weight + bias`, like [`Linear::forward`] but fast for the few rows of a decode
-/// step.
-///
-/// On the CPU a weight in [`Decoder::with_decode_layout`] takes up to
-/// [`few_rows::MAX_ROWS`] rows through [`few_rows::project`], and up to [`FLIPPED_ROWS`]
-/// as `(weightᵀ · xᵀ)ᵀ`, where its `[out, in]` storage is the gemm's contiguous left
-/// operand (a 1536 x 576 weight at 64 rows: 0.9 ms, 3.0 ms as `x · W`). Other weights
-/// take one row as `(weightᵀ · xᵀ)ᵀ` (the gemm then streams the weight without packing
-/// it, about 10% faster on the SmolLM2-135M shapes) and more as `x · W`.
-///
-/// # Shapes
-/// - `x`: `[batch, seq, in]`, `weight`: `[in, out]`, `bias`: `[out]` -> `[batch, seq, out]`
-fn project(x: Tensor<3>, weight: Tensor<2>, bias: Option<Tensor<1>>) -> Tensor<3> {
-    let [b, t, d] = x.dims();
-    let [_, out] = weight.dims();
-    if b * t <= few_rows::MAX_ROWS
-        && let Some(y) = few_rows::project(&x.clone().reshape([b * t, d]), &weight, bias.as_ref())
-    {
-        return y.reshape([b, t, out]);
-    }
-    let flip = match b * t {
-        1 => true,
-        rows => rows <= FLIPPED_ROWS && few_rows::in_decode_layout(&weight),
-    };
-    let x = x.reshape([b * t, d]);
-    // In two dimensions: a weight in the decode layout is a transposed view, which the
-    // gemm reads by its strides; `module::linear` would first copy it into a batch of one.
-    let y = if flip { weight.transpose().matmul(x.transpose()).transpose() } else { x.matmul(weight) }; // [b * t, out]
-    let y = match bias {
-        Some(bias) => y + bias.unsqueeze_dim(0),
-        None => y,
-    };
-    y.reshape([b, t, out])
-}
-
-/// [`project`] through a [`Linear`] layer, its weights cast to `x`'s dtype (a no-op
-/// unless the decoder computes in another dtype than its weights').
-fn linear(layer: &Linear, x: Tensor<3>) -> Tensor<3> {
-    let dtype = x.dtype();
-    project(x, layer.weight.val().cast(dtype), layer.bias.as_ref().map(|b| b.val().cast(dtype)))
-}
-
-/// [`RmsNorm::forward`] with the gain cast to `x`'s dtype: the mean square in f32, the
-/// division and the gain in `x`'s dtype.
-fn norm<const D: usize>(layer: &RmsNorm, x: Tensor<D>) -> Tensor<D> {
-    let dtype = x.dtype();
-    let rms = (x.clone().cast(DType::F32).square().mean_dim(D - 1) + layer.epsilon).sqrt();
-    (x / rms.cast(dtype)) * layer.gamma.val().cast(dtype).unsqueeze()
-}
-
 /// What the blocks of one forward pass share ([`Decoder::pass`]).
 pub(crate) struct Pass {
     rope: Rope,
@@ -201,141 +126,11 @@ pub(crate) struct Pass {
     packing: Option<Packing>,
 }
 
-/// Where the real tokens of a right-padded `[batch, seq]` batch sit, so that the
-/// token-wise layers (projections, MLP, norms) run on them alone when rows have
-/// different lengths; only the attention needs the padded layout.
-#[derive(Debug, Clone)]
-pub struct Packing {
-    batch: usize,
-    seq: usize,
-    /// Padded position `r * seq + i` of each real token, in row order: `[tokens]`.
-    pack: Tensor<1, Int>,
-    /// For each padded position, the packed index of its token (a padded slot repeats
-    /// its row's last real token): `[batch * seq]`.
-    unpack: Tensor<1, Int>,
-}
-
-impl Packing {
-    /// The packing of rows of `lengths` real tokens, `None` when no row is padded.
-    pub fn new(lengths: &[usize], seq: usize, device: &Device) -> Option<Self> {
-        let tokens: usize = lengths.iter().sum();
-        if tokens == lengths.len() * seq {
-            return None;
-        }
-        let mut pack = Vec::with_capacity(tokens);
-        let mut unpack = Vec::with_capacity(lengths.len() * seq);
-        for (r, &n) in lengths.iter().enumerate() {
-            let first = pack.len();
-            pack.extend((0..n).map(|i| (r * seq + i) as i64));
-            // A row without tokens points at token 0: its outputs are never read.
-            let last = if n == 0 { 0 } else { first + n - 1 };
-            unpack.extend((0..seq).map(|i| if n == 0 { 0 } else { (first + i).min(last) } as i64));
-        }
-        let index = |v: Vec<i64>| {
-            let n = v.len();
-            Tensor::<1, Int>::from_data(TensorData::new(v, [n]), device)
-        };
-        Some(Self { batch: lengths.len(), seq, pack: index(pack), unpack: index(unpack) })
-    }
-
-    /// # Shapes
-    /// - `x`: `[batch, seq, d]` -> `[1, tokens, d]`
-    pub fn pack(&self, x: Tensor<3>) -> Tensor<3> {
-        let [b, t, d] = x.dims();
-        x.reshape([b * t, d]).select(0, self.pack.clone()).unsqueeze_dim(0)
-    }
-
-    /// # Shapes
-    /// - `x`: `[1, tokens, d]` -> `[batch, seq, d]`
-    pub fn unpack(&self, x: Tensor<3>) -> Tensor<3> {
-        let [_, n, d] = x.dims();
-        x.reshape([n, d]).select(0, self.unpack.clone()).reshape([self.batch, self.seq, d])
-    }
-}
-
 impl Mlp {
     /// # Shapes
     /// - `x`: `[batch, seq, hidden]` -> `[batch, seq, hidden]`
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
         linear(&self.down_proj, silu(linear(&self.gate_proj, x.clone())) * linear(&self.up_proj, x))
-    }
-}
-
-impl Attention {
-    /// Attends from `x` over its own rows' keys: the cached ones and its own.
-    ///
-    /// With a cache, the new (rotated) keys and values are written into layer `layer`
-    /// of it at each row's length and the attention reads its first `width` slots;
-    /// without, it reads the `seq` new ones.
-    ///
-    /// With a [`Packing`], `x` holds only the real tokens and so does the output; the
-    /// attention itself runs on the padded layout.
-    ///
-    /// # Shapes
-    /// - `x`: `[batch, seq, hidden]`, or `[1, tokens, hidden]` when packed
-    /// - `rope`: angles for `[batch, seq]`
-    /// - `mask`: `seq` queries per row over `width` keys (`width` = `seq` without a
-    ///   cache)
-    /// - `block`: queries per attention block ([`attend`])
-    /// - returns the shape of `x`
-    pub fn forward(
-        &self,
-        x: Tensor<3>,
-        rope: &Rope,
-        mask: &CausalMask,
-        block: usize,
-        cache: Option<(&mut KvCache, usize)>,
-        packing: Option<&Packing>,
-    ) -> Tensor<3> {
-        let (h, kvh, hd) = (self.heads, self.kv_heads, self.head_dim);
-        let t = mask.queries();
-        let b = match packing {
-            Some(p) => p.batch,
-            None => x.dims()[0],
-        };
-
-        // 1. Project (the real tokens only, when packed) and split heads: [b, t, heads, hd].
-        let unpack = |y: Tensor<3>| match packing {
-            Some(p) => p.unpack(y),
-            None => y,
-        };
-        let q = unpack(linear(&self.q_proj, x.clone())).reshape([b, t, h, hd]);
-        let k = unpack(linear(&self.k_proj, x.clone())).reshape([b, t, kvh, hd]);
-        let v = unpack(linear(&self.v_proj, x)).reshape([b, t, kvh, hd]);
-
-        // 2. Qwen3: RMSNorm each query and key head, before RoPE.
-        let q = match &self.q_norm {
-            Some(n) => norm(n, q),
-            None => q,
-        };
-        let k = match &self.k_norm {
-            Some(n) => norm(n, k),
-            None => k,
-        };
-
-        // 3. Heads first, then rotate: [b, heads, t, hd]. Queries are scaled here, on
-        // the smaller tensor, rather than the scores.
-        let q = rope.apply(q.swap_dims(1, 2)) * (1.0 / (hd as f64).sqrt());
-        let k = rope.apply(k.swap_dims(1, 2));
-        let v = v.swap_dims(1, 2);
-
-        // 4. Keys and values to attend over: the cache's first `width` slots, this
-        // call's keys written in, or just this call's keys. [b, kv_heads, s, hd].
-        let (keys, values) = match cache {
-            Some((cache, layer)) => cache.write_and_read(layer, k, v, mask.width()),
-            None => (k, v),
-        };
-
-        // 5-6. Masked softmax attention, a block of queries at a time.
-        let out = attend(q, keys, values, mask, block); // [b, heads, t, hd]
-
-        // 7. Merge heads and project back: [b, t, hidden].
-        let out = out.swap_dims(1, 2).reshape([b, t, h * hd]);
-        let out = match packing {
-            Some(p) => p.pack(out),
-            None => out,
-        };
-        linear(&self.o_proj, out)
     }
 }
 
@@ -590,7 +385,7 @@ impl Decoder {
 
     /// Every projection's weight stored `[out, in]` on the CPU (flex, f32), same values:
     /// decode steps then multiply their few rows by streaming weight rows
-    /// ([`few_rows::project`]; SmolLM2's tied LM head at one row: 4.3 ms, 8.9 ms through
+    /// (`few_rows::project`; SmolLM2's tied LM head at one row: 4.3 ms, 8.9 ms through
     /// the gemm). For copies that decode
     /// (the junior, the senior's rollout copy, `trlvr eval`); a model that trains keeps the
     /// layout its optimizer expects. Unchanged on other backends and dtypes.
@@ -615,24 +410,7 @@ impl Decoder {
 
 #[cfg(test)]
 mod tests {
-    use burn::tensor::Distribution;
-
     use super::*;
-
-    fn max_diff(a: Tensor<3>, b: Tensor<3>) -> f32 {
-        (a - b).abs().max().into_scalar::<f32>()
-    }
-
-    #[test]
-    fn few_row_projection_matches_linear() {
-        let device = Device::default();
-        let layer = LinearConfig::new(16, 24).with_bias(true).init(&device);
-        for [b, t] in [[1, 1], [2, 3], [8, 1], [3, FEW_ROWS]] {
-            let x = Tensor::<3>::random([b, t, 16], Distribution::Default, &device);
-            let diff = max_diff(linear(&layer, x.clone()), layer.forward(x));
-            assert!(diff < 1e-5, "[{b}, {t}]: {diff}");
-        }
-    }
 
     /// The decode layout changes the products' summation order only: prefill (the
     /// transposed gemm, then the plain one past 256 rows) and decode steps (the few-row
@@ -666,19 +444,5 @@ mod tests {
                 assert!(diff < 1e-4, "prompt of {}, part {part}: {diff}", prompt.len());
             }
         }
-    }
-
-    #[test]
-    fn packing_keeps_real_tokens_and_repeats_the_last_into_padding() {
-        let device = Device::default();
-        assert!(Packing::new(&[2, 2], 2, &device).is_none());
-        let packing = Packing::new(&[1, 3], 3, &device).unwrap();
-        let x =
-            Tensor::<3>::from_data(TensorData::new((0..6).map(|v| v as f32).collect(), [2, 3, 1]), &device);
-        let packed = packing.pack(x);
-        let got: Vec<f32> = packed.clone().into_data().try_to_vec().unwrap();
-        assert_eq!(got, vec![0.0, 3.0, 4.0, 5.0]);
-        let got: Vec<f32> = packing.unpack(packed).into_data().try_to_vec().unwrap();
-        assert_eq!(got, vec![0.0, 0.0, 0.0, 3.0, 4.0, 5.0]);
     }
 }

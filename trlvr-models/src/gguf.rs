@@ -42,8 +42,9 @@ use burn::prelude::*;
 pub use dequant::GgmlType;
 pub use file::{GgufFile, TensorInfo, Value};
 
+use crate::attention::Attention;
 use crate::config::{ModelConfig, ModelFamily};
-use crate::decoder::{Attention, Decoder, DecoderLayer, Mlp};
+use crate::decoder::{Decoder, DecoderLayer, Mlp};
 use crate::{Error, Result};
 
 /// Reads a GGUF file into a decoder, its config and its tokenizer.

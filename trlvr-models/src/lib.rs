@@ -10,7 +10,9 @@
 //! |---|---|
 //! | the architecture, from `config.json` | [`config`] |
 //! | the module and its forward pass | [`decoder`] |
-//! | blocked attention; its backward recomputes each block | [`attention`] |
+//! | grouped-query attention; its blocked kernel's backward recomputes each block | [`attention`] |
+//! | linear layers and RMSNorm in the compute dtype, oriented for few rows | `layers.rs` |
+//! | the real tokens of right-padded rows, without the padding | [`packing`] |
 //! | the few-row products of a decode step on the CPU | `few_rows.rs` ([`Decoder::with_decode_layout`]) |
 //! | per-layer activation checkpointing in training | `checkpointing.rs` ([`Decoder::with_layer_checkpointing`]) |
 //! | rotary position embeddings (Hugging Face layout) | [`rope`] |
@@ -69,7 +71,9 @@ mod error;
 mod few_rows;
 pub mod generation;
 pub mod gguf;
+mod layers;
 pub mod load;
+pub mod packing;
 mod partner;
 pub mod rope;
 pub mod save;
@@ -80,5 +84,5 @@ pub use config::{ModelConfig, ModelFamily};
 pub use decoder::Decoder;
 pub use error::{Error, Result};
 pub use gguf::load_gguf;
-pub use load::load_hf_dir;
+pub use load::{load_hf_dir, open_partner};
 pub use save::save_hf_dir;

@@ -15,9 +15,28 @@ use burn::prelude::*;
 use burn::tensor::DType;
 use safetensors::{Dtype, SafeTensors, tensor::TensorView};
 
+use crate::attention::Attention;
 use crate::config::ModelConfig;
-use crate::decoder::{Attention, Decoder, DecoderLayer, Mlp};
+use crate::decoder::{Decoder, DecoderLayer, Mlp};
 use crate::{Error, Result};
+
+/// A Hugging Face folder or a GGUF file as a partner: what a host lends partner plugins
+/// ([`trlvr::plugin::ModelLoader`], `Registry::with_model_loader`), so that a plugin
+/// wrapping a model links no model stack of its own.
+///
+/// # Errors
+/// As [`load_hf_dir`] and [`load_gguf`](crate::load_gguf), naming the path.
+pub fn open_partner(path: &Path, device: &Device) -> trlvr::Result<Box<dyn trlvr::model::Partner>> {
+    let decoder = if path.is_dir() {
+        load_hf_dir(path, device).map(|(decoder, _)| decoder)
+    } else {
+        crate::gguf::load_gguf(path, device).map(|(decoder, _, _)| decoder)
+    };
+    match decoder {
+        Ok(decoder) => Ok(Box::new(decoder)),
+        Err(e) => Err(trlvr::Error::Config(format!("{}: {e}", path.display()))),
+    }
+}
 
 /// Reads `dir/config.json` and the weights next to it.
 ///
