@@ -7,7 +7,7 @@ one token per row through `past_key_values`, argmax on the host. Prints a markdo
 table and, with `--json PATH`, writes `{case: {"prefill": tok/s, "decode": tok/s}}` for
 the Rust bench's `TRLVR_BENCH_REFERENCE`.
 
-    /work/venv-ref/bin/python scripts/bench_transformers.py --json /tmp/ref.json [FILTER]
+    python scripts/bench_transformers.py --json ref.json [FILTER]   # in a venv with torch and transformers
 """
 
 import argparse

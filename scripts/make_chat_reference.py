@@ -5,7 +5,7 @@ Renders one user turn with transformers' own chat template (no system prompt, th
 off, generation prompt on) using assets/qwen3-tokenizer, and writes the text and ids to
 trlvr-models/tests/fixtures/qwen3-chat.json.
 
-    /work/venv-ref/bin/python scripts/make_chat_reference.py
+    python scripts/make_chat_reference.py   # in a venv with transformers
 """
 
 import json

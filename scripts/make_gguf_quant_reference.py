@@ -6,7 +6,7 @@ Q4_K and Q6_K, three blocks of random bytes (scale fields set to random normal f
 so no NaN/inf) as hex, and gguf-py's f32 output. tests/gguf.rs checks trlvr-models'
 dequantisers against it, an independent implementation of the same layouts.
 
-Usage (needs numpy and gguf, e.g. /work/venv-ref): python scripts/make_gguf_quant_reference.py
+Usage (needs numpy and gguf, in a venv): python scripts/make_gguf_quant_reference.py
 """
 
 import json

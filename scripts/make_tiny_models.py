@@ -4,7 +4,7 @@
 Writes trlvr-models/tests/fixtures/<name>/{config.json, model.safetensors, reference.json}
 for a tied and an untied Qwen3, a Llama and a Qwen2 (q/k/v bias), all in float32.
 
-    /work/venv-ref/bin/python scripts/make_tiny_models.py
+    python scripts/make_tiny_models.py   # in a venv with torch and transformers
 
 Weights are drawn with a fixed seed and a larger scale than Hugging Face's default
 initialisation (std 0.02), so logits are O(1) and a 1e-4 tolerance means something.

@@ -13,7 +13,7 @@ Contents:
   greedy_ids / greedy_text: up to 20 greedily decoded tokens after the prompt;
   tokenizer_checks:         [text, ids] pairs from transformers' GGUF tokenizer.
 
-Usage (needs torch, transformers and gguf; e.g. /work/venv-ref):
+Usage (needs torch, transformers and gguf, in a venv):
   python scripts/smollm2_reference.py [path/to/SmolLM2-135M-Instruct.Q4_1.gguf]
 The path defaults to what scripts/fetch_smollm2.sh prints.
 """

@@ -13,8 +13,8 @@ false "equal" counts, without needing Python.
 
 Usage (writes trlvr-verifiers/tests/data/oracle_cases.json):
 
-    python3 -m venv /tmp/venv-mv && /tmp/venv-mv/bin/pip install math-verify==0.9.0
-    /tmp/venv-mv/bin/python scripts/verifier_oracle.py
+    python3 -m venv venv-mv && venv-mv/bin/pip install math-verify==0.9.0
+    venv-mv/bin/python scripts/verifier_oracle.py
 """
 
 import json

@@ -18,10 +18,10 @@ pub struct Args {
     /// Evaluation B: the same problems and settings (another senior, say).
     b: PathBuf,
     /// Bootstrap resamples for the intervals.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = CompareConfig::default().bootstrap)]
     bootstrap: usize,
     /// Seed of the resamples.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = CompareConfig::default().seed)]
     seed: u64,
     /// Print the comparison as JSON instead of the table.
     #[arg(long)]

@@ -25,16 +25,16 @@ enum Task {
 #[derive(Debug, clap::Args)]
 struct ArithmeticArgs {
     /// Numbers per problem.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = Arithmetic::default().operands)]
     operands: usize,
     /// Operands are drawn from 0..=max.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = Arithmetic::default().max)]
     max: u32,
     /// Operators, from + - *.
-    #[arg(long, default_value = "+-")]
+    #[arg(long, default_value_t = Arithmetic::default().ops)]
     ops: String,
     /// Share of the problem space held out for validation, percent.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = Arithmetic::default().validation_percent)]
     validation_percent: u32,
     /// Training problems to write.
     #[arg(long, default_value_t = 1000)]

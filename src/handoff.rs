@@ -53,7 +53,7 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let ids = tokenizer.encode(text.as_str(), false).map_err(|e| anyhow::anyhow!("{e}"))?.get_ids().to_vec();
     let schedule = args.schedule.build()?;
-    let (owners, finish) = replay(schedule.as_ref(), &classes, &ids, args.seed, 0);
+    let (owners, finish) = replay(&*schedule, &classes, &ids, args.seed, 0);
     // The row ends where the schedule stops it (EOS, round cap); the rest is not written.
     let ids = &ids[..owners.len()];
 

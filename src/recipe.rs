@@ -6,9 +6,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 use trlvr::data::{DEFAULT_TEMPLATE, DataSpec};
+use trlvr::schedule::WordBoundary;
 use trlvr::train::{LossScaling, TrainConfig};
 
 use crate::options::Grading;
+use crate::precision::Precision;
 
 /// The three arms of the paper's comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,38 +56,6 @@ pub struct ModelSpec {
     /// with, `[train] gradient_checkpointing` (Burn's, per operation).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub layer_checkpointing: bool,
-}
-
-/// A float precision of the recipe (and of the commands' `--dtype`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Precision {
-    /// 32-bit floats.
-    F32,
-    /// bfloat16.
-    Bf16,
-    /// IEEE half.
-    F16,
-}
-
-impl Precision {
-    /// The recipe's spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            Precision::F32 => "f32",
-            Precision::Bf16 => "bf16",
-            Precision::F16 => "f16",
-        }
-    }
-
-    /// Burn's dtype.
-    pub fn dtype(self) -> burn::tensor::DType {
-        match self {
-            Precision::F32 => burn::tensor::DType::F32,
-            Precision::Bf16 => burn::tensor::DType::BF16,
-            Precision::F16 => burn::tensor::DType::F16,
-        }
-    }
 }
 
 fn default_device() -> String {
@@ -233,10 +203,8 @@ impl Recipe {
             |pairs: &[(&str, toml::Value)]| pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
         if self.schedule.is_none() {
             self.schedule = Some(match self.arm {
-                Arm::Trlvr => Named::new(
-                    "word",
-                    table(&[("p_senior", toml::Value::Float(0.5)), ("max_gap", toml::Value::Integer(32))]),
-                ),
+                // Written out, so the saved recipe says what the run used.
+                Arm::Trlvr => Named::new("word", toml::Table::try_from(WordBoundary::default())?),
                 Arm::Grpo | Arm::KlReg => Named::new("solo", toml::Table::new()),
             });
         }

@@ -14,7 +14,7 @@ use trlvr::device::parse_device;
 use trlvr::prelude::*;
 
 use crate::model::Loaded;
-use crate::options::PrecisionArgs;
+use crate::options::DeviceArgs;
 
 /// Arguments of `trlvr score`.
 #[derive(Debug, clap::Args)]
@@ -28,12 +28,9 @@ pub struct Args {
     /// Texts per forward pass.
     #[arg(long, default_value_t = 8)]
     batch: usize,
-    /// flex, cuda[:N], tch, tch-cuda[:N].
-    #[arg(long, default_value = "flex")]
-    device: String,
-    /// The model's precision.
+    /// Where the model runs, and in what precision.
     #[command(flatten)]
-    precision: PrecisionArgs,
+    device: DeviceArgs,
 }
 
 #[derive(Deserialize)]
@@ -53,8 +50,8 @@ struct Item {
 
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
-    let device = parse_device(&args.device)?;
-    let model = Loaded::from_path(&args.model, &device)?.frozen(args.precision.dtype);
+    let device = parse_device(&args.device.device)?;
+    let model = Loaded::from_path(&args.model, &device)?.frozen(args.device.dtype);
     let reader = crate::input::open(&args.input)?;
     let mut out = std::io::stdout().lock();
     let mut pending = Vec::new();

@@ -2,33 +2,27 @@
 //! with its author.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::{Result, bail};
+use burn::prelude::Device;
 use trlvr::device::parse_device;
 use trlvr::prelude::*;
 use trlvr_verifiers::check;
 
 use crate::handoff::marked;
-use crate::model::Loaded;
-use crate::options::{PrecisionArgs, SamplingArgs, ScheduleArgs};
+use crate::model::{Loaded, Pair};
+use crate::options::{DeviceArgs, PairArgs, PromptArgs, SamplingArgs, ScheduleArgs};
 use crate::progress::{show, steps_bar};
 
 /// Arguments of `trlvr tandem`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The senior: a Hugging Face model directory or a .gguf file.
-    #[arg(long)]
-    senior: PathBuf,
-    /// The junior (default: the senior again, self-paired); same tokenizer.
-    #[arg(long)]
-    junior: Option<PathBuf>,
-    /// The user message.
-    #[arg(long)]
-    prompt: String,
-    /// Use the prompt as is, without the chat template.
-    #[arg(long)]
-    raw: bool,
+    /// The senior and the junior.
+    #[command(flatten)]
+    pair: PairArgs,
+    /// The prompt.
+    #[command(flatten)]
+    prompt: PromptArgs,
     /// G: rollouts of the prompt.
     #[arg(long, default_value_t = 4)]
     group: usize,
@@ -38,26 +32,24 @@ pub struct Args {
     /// The handoff schedule.
     #[command(flatten)]
     schedule: ScheduleArgs,
-    /// Sampling (temperature 0.6 unless given, as in training).
+    /// Sampling (training's sampler unless given).
     #[command(flatten)]
     sampling: SamplingArgs,
     /// Allow a senior and junior whose vocabulary sizes differ (e.g. Qwen2.5-7B with
     /// 152064 ids and 1.5B with 151936, one tokenizer): only the shared ids are sampled.
     #[arg(long)]
     allow_vocab_prefix: bool,
-    /// When the idle model reads the other's tokens: lazy, piggyback or eager.
-    #[arg(long, default_value = "piggyback", value_parser = parse_catch_up)]
-    catch_up: CatchUp,
+    /// When the idle model reads the other's tokens: lazy, piggyback or eager (default:
+    /// the engine's).
+    #[arg(long, value_parser = parse_catch_up)]
+    catch_up: Option<CatchUp>,
     /// The reference answer: each rollout's answer is checked with the math verifier
     /// (MATH-style extraction: `\boxed{}`, "the answer is", ...), the team's reward.
     #[arg(long)]
     answer: Option<String>,
-    /// flex, cuda[:N], tch, tch-cuda[:N].
-    #[arg(long, default_value = "flex")]
-    device: String,
-    /// Both models' precision.
+    /// Where both models run, and in what precision.
     #[command(flatten)]
-    precision: PrecisionArgs,
+    device: DeviceArgs,
     /// One JSON line per rollout (tokens, owners, log-probs, ...) instead of marked text.
     #[arg(long)]
     json: bool,
@@ -69,43 +61,66 @@ fn parse_catch_up(name: &str) -> Result<CatchUp, String> {
         .map_err(|_| format!("expected lazy, piggyback or eager, got {name:?}"))
 }
 
-/// Runs the command.
+/// Runs the command: the schedule and the pair, the rollouts, then each rollout shown.
 pub fn run(args: &Args) -> Result<()> {
-    let device = parse_device(&args.device)?;
-    let load = |path: &PathBuf| {
-        Ok::<_, anyhow::Error>(Loaded::from_path(path, &device)?.frozen(args.precision.dtype))
-    };
-    let senior = load(&args.senior)?;
-    let junior = args.junior.as_ref().map(load).transpose()?;
-    if let Some(junior) = &junior
-        && junior.tokenizer.get_vocab(true) != senior.tokenizer.get_vocab(true)
-    {
-        bail!(
-            "{} and {} have different tokenizers; a tandem needs one vocabulary",
-            args.senior.display(),
-            args.junior.as_ref().expect("junior given").display()
-        );
-    }
-    let junior_model = junior.as_ref().map_or(&senior.decoder, |j| &j.decoder);
-    let classes = TokenClasses::from_tokenizer(&senior.tokenizer, &senior.eos)?;
-    let prompt = senior.prompt(&args.prompt, args.raw)?;
-    let config = RolloutConfig {
-        group_size: args.group,
-        max_new_tokens: args.max_new_tokens,
-        sampling: args.sampling.sampling(Sampling::training().temperature),
-        seed: args.sampling.seed,
-        catch_up: args.catch_up,
-        allow_vocab_prefix: args.allow_vocab_prefix,
-        ..RolloutConfig::default()
-    };
     let schedule = args.schedule.build()?;
-    let engine = RolloutEngine::new(&senior.decoder, junior_model, &classes, config)?;
+    let device = parse_device(&args.device.device)?;
+    let pair = load_pair(args, &device)?;
+    let classes = TokenClasses::from_tokenizer(&pair.senior.tokenizer, &pair.senior.eos)?;
+    let prompt = args.prompt.ids(&pair.senior)?;
+    let engine = RolloutEngine::new(&pair.senior.decoder, pair.junior_decoder(), &classes, config(args))?;
     let start = std::time::Instant::now();
     let bar = steps_bar(args.max_new_tokens);
-    let rollouts = engine.generate_with(&[prompt], schedule.as_ref(), &mut |p| show(&bar, p))?;
+    let rollouts = engine.generate_with(&[prompt], &*schedule, &mut |p| show(&bar, p))?;
     bar.finish_and_clear();
     let seconds = start.elapsed().as_secs_f64();
 
+    let correct = print_rollouts(args, &pair.senior, &rollouts)?;
+    if args.answer.is_some() {
+        eprintln!("{correct}/{} correct", rollouts.len());
+    }
+    let tokens: usize = rollouts.iter().map(|r| r.tokens.len()).sum();
+    eprintln!(
+        "{} rollouts, {tokens} tokens in {seconds:.2} s ({:.1} tok/s), schedule {}",
+        rollouts.len(),
+        tokens as f64 / seconds,
+        schedule.name()
+    );
+    Ok(())
+}
+
+/// The senior and the junior, which must share one tokenizer.
+fn load_pair(args: &Args, device: &Device) -> Result<Pair> {
+    let pair = args.pair.load(device, args.device.dtype)?;
+    if let Some(junior) = &pair.junior
+        && junior.tokenizer.get_vocab(true) != pair.senior.tokenizer.get_vocab(true)
+    {
+        bail!(
+            "{} and {} have different tokenizers; a tandem needs one vocabulary",
+            args.pair.senior.display(),
+            args.pair.junior_path().display()
+        );
+    }
+    Ok(pair)
+}
+
+/// The rollouts' settings: the engine's defaults, with what the command line gives.
+fn config(args: &Args) -> RolloutConfig {
+    let defaults = RolloutConfig::default();
+    RolloutConfig {
+        group_size: args.group,
+        max_new_tokens: args.max_new_tokens,
+        sampling: args.sampling.sampling(Sampling::training()),
+        seed: args.sampling.seed,
+        catch_up: args.catch_up.unwrap_or(defaults.catch_up),
+        allow_vocab_prefix: args.allow_vocab_prefix,
+        ..defaults
+    }
+}
+
+/// Prints each rollout, marked by author (or as a JSON line), with its answer checked
+/// when a reference is given; returns how many were right.
+fn print_rollouts(args: &Args, senior: &Loaded, rollouts: &[Rollout]) -> Result<usize> {
     let mut out = std::io::stdout().lock();
     let mut correct = 0;
     for (i, r) in rollouts.iter().enumerate() {
@@ -141,15 +156,5 @@ pub fn run(args: &Args) -> Result<()> {
             }
         }
     }
-    if args.answer.is_some() {
-        eprintln!("{correct}/{} correct", rollouts.len());
-    }
-    let tokens: usize = rollouts.iter().map(|r| r.tokens.len()).sum();
-    eprintln!(
-        "{} rollouts, {tokens} tokens in {seconds:.2} s ({:.1} tok/s), schedule {}",
-        rollouts.len(),
-        tokens as f64 / seconds,
-        schedule.name()
-    );
-    Ok(())
+    Ok(correct)
 }

@@ -1,23 +1,28 @@
 //! `trlvr train`: trains a senior from a TOML recipe into a run directory, or continues a
 //! run from its last checkpoint.
+//!
+//! Long, on purpose: the command's short steps (recipe, devices, models, task, resume,
+//! fit) read in the order they run, in one file.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use burn::prelude::Device;
 use indicatif::{ProgressBar, ProgressStyle};
 use trlvr::collective::agree;
 use trlvr::data::{Dataset, ReferenceFormat, hash_files, hold_out, user_message};
 use trlvr::device::parse_device;
 use trlvr::plugin::Registry;
 use trlvr::prelude::*;
-use trlvr::train::{Example, FitProgress, RunDir, StepMetrics, Task, Trainer, drop_long_prompts};
+use trlvr::train::{Example, Exporter, FitProgress, RunDir, StepMetrics, Task, Trainer, drop_long_prompts};
 use trlvr_models::Decoder;
 use trlvr_verifiers::{Extraction, MathVerifier, extract};
 
 use crate::model::{Loaded, resolve_model};
+use crate::precision::Precision;
 use crate::ranks::Ranks;
-use crate::recipe::{Precision, Recipe};
+use crate::recipe::Recipe;
 
 /// Arguments of `trlvr train`.
 #[derive(Debug, clap::Args)]
@@ -117,7 +122,44 @@ pub fn run(args: &Args) -> Result<()> {
     ranks.finish(result)
 }
 
+/// Trains: the recipe, the models, the task, the trainer (resumed if asked), then the
+/// steps.
 fn train(args: &Args, ranks: &Ranks) -> Result<()> {
+    let (recipe, out) = recipe_and_run_dir(args)?;
+    let (senior_device, junior_device) = devices(&recipe, ranks)?;
+    let (senior_path, senior) = load_senior(&recipe, senior_device)?;
+    let registry = crate::plugins::registry(&recipe.plugins)?;
+    let junior = load_junior(&recipe, &registry, &senior, &senior_path, &junior_device, ranks)?;
+
+    // Data, reward, schedule, objective.
+    let data = TaskData::load(&recipe, &senior)?;
+    let schedule = registry.schedule(&recipe.schedule().name, &recipe.schedule().json()?)?;
+    let objective = registry.objective(&recipe.objective().name, &recipe.objective().json()?)?;
+    let classes = TokenClasses::from_tokenizer(&senior.tokenizer, &senior.eos)?;
+    let export = hf_export(&senior);
+    let task = data.task(&senior.tokenizer, &classes);
+    let mut trainer =
+        Trainer::new(recipe.train.clone(), senior.decoder, &*junior, &*schedule, &*objective, task)?
+            .with_export(export);
+
+    let run = RunDir::open(&out)?;
+    if args.resume.is_some() {
+        trainer = resume(trainer, &run, &out, ranks)?;
+    }
+    agree_across_ranks(ranks, &recipe)?;
+    trainer = trainer.with_collective(ranks.collective())?;
+    if args.resume.is_none() && ranks.leads() {
+        mark_run(&out, &recipe)?;
+    }
+    if ranks.leads() {
+        describe(&recipe, &senior_path, &*schedule, &*objective, &trainer, ranks, &out);
+    }
+    fit(&mut trainer, &run, &recipe, &out, ranks)
+}
+
+/// The recipe (a new one with its `--set`s, or a resumed run's) with the command line's
+/// devices over its own, and the run directory.
+fn recipe_and_run_dir(args: &Args) -> Result<(Recipe, PathBuf)> {
     let (mut recipe, out) = match (&args.resume, &args.config) {
         (Some(dir), _) => {
             if !dir.join("config.toml").exists() {
@@ -139,24 +181,31 @@ fn train(args: &Args, ranks: &Ranks) -> Result<()> {
         }
         (None, None) => bail!("give --config RECIPE or --resume RUN_DIR"),
     };
-
     if let Some(device) = args.senior_device.as_ref().or(args.device.as_ref()) {
         recipe.senior.device.clone_from(device);
     }
     if let Some(device) = args.junior_device.as_ref().or(args.device.as_ref()) {
         recipe.junior.get_or_insert_default().device = Some(device.clone());
     }
+    Ok((recipe, out))
+}
 
-    // Models, each on its device: the senior records gradients; the junior never does.
-    // `cuda:local`: the GPU of this rank's index on its node.
-    let senior_device = parse_device(&ranks.device(&recipe.senior.device))
+/// The senior's and the junior's devices (`cuda:local`: the GPU of this rank's index on
+/// its node).
+fn devices(recipe: &Recipe, ranks: &Ranks) -> Result<(Device, Device)> {
+    let senior = parse_device(&ranks.device(&recipe.senior.device))
         .context("senior.device (or --senior-device, --device)")?;
-    let junior_device = parse_device(&ranks.device(recipe.junior_device()))
+    let junior = parse_device(&ranks.device(recipe.junior_device()))
         .context("junior.device (or --junior-device, --device)")?;
+    Ok((senior, junior))
+}
+
+/// The senior's path and model, recording gradients.
+fn load_senior(recipe: &Recipe, senior_device: Device) -> Result<(PathBuf, Loaded)> {
     let senior_path = resolve_model(&recipe.senior.path).context(
         "senior.path (a recipe whose header names a warm-up, such as `trlvr sft`: run that first)",
     )?;
-    let mut training_device = senior_device.clone().autodiff();
+    let mut training_device = senior_device.autodiff();
     if recipe.train.gradient_checkpointing {
         training_device = training_device.gradient_checkpointing();
     }
@@ -165,128 +214,167 @@ fn train(args: &Args, ranks: &Ranks) -> Result<()> {
         senior.decoder = senior.decoder.with_compute_dtype(precision.dtype());
     }
     senior.decoder = senior.decoder.with_layer_checkpointing(recipe.senior.layer_checkpointing);
-    let mut registry = Registry::with_linked();
-    for path in &recipe.plugins {
-        registry.load(path)?;
-    }
-    // The junior: a model file (default: the senior's, self-paired) or a partner plugin.
-    let partner = recipe.junior.as_ref().and_then(|j| j.partner.as_ref());
-    let junior: Box<dyn Partner> = match partner {
-        Some(named) => {
-            let partner = registry
-                .partner(&named.name, &named.json()?, &junior_device)
-                .with_context(|| format!("junior.partner {:?}", named.name))?;
-            // A partner plugin brings no tokenizer: only the number of ids can be checked.
-            if partner.vocab_size() != senior.config.vocab_size {
-                bail!(
-                    "junior.partner {:?} has {} token ids, the senior {}: the junior must read and write the \
-                     senior's vocabulary (method.md §1)",
-                    named.name,
-                    partner.vocab_size(),
-                    senior.config.vocab_size
-                );
-            }
-            if ranks.leads() {
-                eprintln!(
-                    "junior.partner {:?}: {} token ids like the senior; its tokenizer cannot be compared, so make \
-                     sure it is the senior's",
-                    named.name,
-                    partner.vocab_size()
-                );
-            }
-            Box::new(partner)
-        }
-        None => {
-            let junior_path = match recipe.junior.as_ref().and_then(|j| j.path.as_deref()) {
-                Some(path) => resolve_model(path)?,
-                None => senior_path.clone(),
-            };
-            let junior = Loaded::from_path(&junior_path, &junior_device)?
-                .frozen(recipe.junior.as_ref().and_then(|j| j.dtype));
-            if junior.tokenizer.get_vocab(true) != senior.tokenizer.get_vocab(true) {
-                bail!("senior and junior tokenizers differ: they must share a vocabulary (method.md §1)");
-            }
-            Box::new(junior.decoder)
-        }
-    };
+    Ok((senior_path, senior))
+}
 
-    // Data, reward, schedule, objective.
-    let (train, validation, train_format, validation_format) = task_examples(&recipe, &senior)?;
-    let verifier = MathVerifier::strict().with_reference_extraction(Extraction::for_references(train_format));
-    let validation_verifier = recipe.data.validation_grading.verifier(validation_format);
-    let schedule = registry.schedule(&recipe.schedule().name, &recipe.schedule().json()?)?;
-    let objective = registry.objective(&recipe.objective().name, &recipe.objective().json()?)?;
-    let classes = TokenClasses::from_tokenizer(&senior.tokenizer, &senior.eos)?;
-    let task = Task {
-        train: &train,
-        validation: &validation,
-        verifier: &verifier,
-        validation_verifier: &*validation_verifier,
-        text: &senior.tokenizer,
-        classes: &classes,
+/// The junior, which never records gradients: a model file (default: the senior's,
+/// self-paired) or a partner plugin, checked to share the senior's vocabulary.
+fn load_junior(
+    recipe: &Recipe,
+    registry: &Registry,
+    senior: &Loaded,
+    senior_path: &Path,
+    junior_device: &Device,
+    ranks: &Ranks,
+) -> Result<Box<dyn Partner>> {
+    let partner = recipe.junior.as_ref().and_then(|j| j.partner.as_ref());
+    let Some(named) = partner else {
+        let junior_path = match recipe.junior.as_ref().and_then(|j| j.path.as_deref()) {
+            Some(path) => resolve_model(path)?,
+            None => senior_path.to_path_buf(),
+        };
+        let junior = Loaded::from_path(&junior_path, junior_device)?
+            .frozen(recipe.junior.as_ref().and_then(|j| j.dtype));
+        if junior.tokenizer.get_vocab(true) != senior.tokenizer.get_vocab(true) {
+            bail!("senior and junior tokenizers differ: they must share a vocabulary (method.md §1)");
+        }
+        return Ok(Box::new(junior.decoder));
     };
+    let partner = registry
+        .partner(&named.name, &named.json()?, junior_device)
+        .with_context(|| format!("junior.partner {:?}", named.name))?;
+    // A partner plugin brings no tokenizer: only the number of ids can be checked.
+    if partner.vocab_size() != senior.config.vocab_size {
+        bail!(
+            "junior.partner {:?} has {} token ids, the senior {}: the junior must read and write the \
+             senior's vocabulary (method.md §1)",
+            named.name,
+            partner.vocab_size(),
+            senior.config.vocab_size
+        );
+    }
+    if ranks.leads() {
+        eprintln!(
+            "junior.partner {:?}: {} token ids like the senior; its tokenizer cannot be compared, so make \
+             sure it is the senior's",
+            named.name,
+            partner.vocab_size()
+        );
+    }
+    Ok(Box::new(partner))
+}
+
+/// The examples and the rewards of training and validation.
+struct TaskData {
+    train: Vec<Example>,
+    validation: Vec<Example>,
+    verifier: MathVerifier,
+    validation_verifier: Box<dyn Verifier>,
+}
+
+impl TaskData {
+    fn load(recipe: &Recipe, senior: &Loaded) -> Result<Self> {
+        let (train, validation, train_format, validation_format) = task_examples(recipe, senior)?;
+        Ok(Self {
+            train,
+            validation,
+            verifier: MathVerifier::strict()
+                .with_reference_extraction(Extraction::for_references(train_format)),
+            validation_verifier: recipe.data.validation_grading.verifier(validation_format),
+        })
+    }
+
+    fn task<'a>(&'a self, text: &'a tokenizers::Tokenizer, classes: &'a TokenClasses) -> Task<'a> {
+        Task {
+            train: &self.train,
+            validation: &self.validation,
+            verifier: &self.verifier,
+            validation_verifier: &*self.validation_verifier,
+            text,
+            classes,
+        }
+    }
+}
+
+/// Saves a checkpoint's senior in the Hugging Face layout, with the senior's tokenizer.
+fn hf_export(senior: &Loaded) -> Exporter<'static, Decoder> {
     let (config, tokenizer) = (senior.config.clone(), senior.tokenizer.clone());
-    let export = move |model: &Decoder, dir: &Path| {
+    Box::new(move |model: &Decoder, dir: &Path| {
         trlvr_models::save_hf_dir(model, &config, Some(&tokenizer), dir)
             .map_err(|e| trlvr::Error::Checkpoint { path: dir.to_path_buf(), message: e.to_string() })
-    };
-    let mut trainer =
-        Trainer::new(recipe.train.clone(), senior.decoder, &*junior, &*schedule, &*objective, task)?
-            .with_export(Box::new(export));
+    })
+}
 
-    let run = RunDir::open(&out)?;
-    if args.resume.is_some() {
-        // Rank 0 picks the checkpoint (setting damaged ones aside) and trims the logs; every
-        // rank resumes from the one it picked.
-        let mut picked = Vec::new();
-        if ranks.leads() {
-            let (last, damaged) = run.last_good_checkpoint()?;
-            for e in &damaged {
-                eprintln!("warning: {e}; set aside as .damaged, falling back to the checkpoint before");
-            }
-            run.rewind(last.as_ref().map_or(0, |(step, _)| *step))?;
-            picked = last.map(|(step, _)| (step as u64).to_le_bytes().to_vec()).unwrap_or_default();
+/// The trainer at the last good checkpoint of `run`: rank 0 picks it (setting damaged
+/// ones aside) and trims the logs; every rank resumes from the one it picked.
+fn resume<'a>(
+    mut trainer: Trainer<'a, Decoder>,
+    run: &RunDir,
+    out: &Path,
+    ranks: &Ranks,
+) -> Result<Trainer<'a, Decoder>> {
+    let mut picked = Vec::new();
+    if ranks.leads() {
+        let (last, damaged) = run.last_good_checkpoint()?;
+        for e in &damaged {
+            eprintln!("warning: {e}; set aside as .damaged, falling back to the checkpoint before");
         }
-        ranks.collective().broadcast(&mut picked, 0)?;
-        match <[u8; 8]>::try_from(picked.as_slice()).map(|b| u64::from_le_bytes(b) as usize) {
-            Ok(step) => {
-                let dir = run.checkpoint_dir(step);
-                trainer = trainer.resume(&dir).with_context(|| format!("resuming from {}", dir.display()))?;
-                if ranks.leads() {
-                    eprintln!("resuming {} from step {step}", out.display());
-                }
-            }
-            Err(_) if ranks.leads() => {
-                eprintln!("no complete checkpoint in {}: starting again from step 0", out.display());
-            }
-            Err(_) => {}
-        }
+        run.rewind(last.as_ref().map_or(0, |(step, _)| *step))?;
+        picked = last.map(|(step, _)| (step as u64).to_le_bytes().to_vec()).unwrap_or_default();
     }
-    // Every rank must run the same build on the same recipe, settings and weights; this
-    // waits for all of them.
+    ranks.collective().broadcast(&mut picked, 0)?;
+    match <[u8; 8]>::try_from(picked.as_slice()).map(|b| u64::from_le_bytes(b) as usize) {
+        Ok(step) => {
+            let dir = run.checkpoint_dir(step);
+            trainer = trainer.resume(&dir).with_context(|| format!("resuming from {}", dir.display()))?;
+            if ranks.leads() {
+                eprintln!("resuming {} from step {step}", out.display());
+            }
+        }
+        Err(_) if ranks.leads() => {
+            eprintln!("no complete checkpoint in {}: starting again from step 0", out.display());
+        }
+        Err(_) => {}
+    }
+    Ok(trainer)
+}
+
+/// Every rank must run the same build on the same recipe, settings and weights; this
+/// waits for all of them.
+fn agree_across_ranks(ranks: &Ranks, recipe: &Recipe) -> Result<()> {
     if ranks.size() > 1 {
         let build = std::env::current_exe().context("finding this executable")?;
         agree(ranks.collective(), "trlvr build", &hash_files(&[build])?.to_le_bytes())?;
         agree(ranks.collective(), "recipe", recipe.to_toml()?.as_bytes())?;
     }
-    trainer = trainer.with_collective(ranks.collective())?;
-    if args.resume.is_none() && ranks.leads() {
-        // Written last of all set-up, and atomically: its presence means "a run is here".
-        let tmp = out.join("config.toml.tmp");
-        std::fs::write(&tmp, recipe.to_toml()?).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, out.join("config.toml"))?;
-    }
-    if ranks.leads() {
-        describe(&recipe, &senior_path, &*schedule, &*objective, &trainer, ranks, &out);
-    }
-    // Rank 0 shows progress; every rank counts the rollouts it wrote.
+    Ok(())
+}
+
+/// Writes the recipe into the run directory: last of all set-up, and atomically, since
+/// its presence means "a run is here".
+fn mark_run(out: &Path, recipe: &Recipe) -> Result<()> {
+    let tmp = out.join("config.toml.tmp");
+    std::fs::write(&tmp, recipe.to_toml()?).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, out.join("config.toml"))?;
+    Ok(())
+}
+
+/// Trains to the recipe's last step: rank 0 shows progress; every rank counts the
+/// rollouts it wrote.
+fn fit(
+    trainer: &mut Trainer<'_, Decoder>,
+    run: &RunDir,
+    recipe: &Recipe,
+    out: &Path,
+    ranks: &Ranks,
+) -> Result<()> {
     let progress = ranks.leads().then(|| StepProgress::new(recipe.train.steps, trainer.state().step));
     let rows = std::cell::Cell::new(0);
     let on_progress = &mut |p| {
         count_rollouts(&rows, p);
         progress.iter().for_each(|bar| bar.progress(p));
     };
-    trainer.fit(&run, &mut |m| progress.iter().for_each(|bar| bar.step(m)), on_progress).with_context(
+    trainer.fit(run, &mut |m| progress.iter().for_each(|bar| bar.step(m)), on_progress).with_context(
         || {
             format!(
                 "training stopped; the last complete checkpoint is in {}",

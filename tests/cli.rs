@@ -304,6 +304,79 @@ fn tandem_refuses_partners_with_other_vocabularies() {
     assert!(err.contains("different tokenizers") && err.contains(junior), "{err}");
 }
 
+/// `--schedule` names any registered schedule: the sentence-handoff plugin is linked into
+/// the binary. Both authors write, and with no gap cap in reach the pen changes hands only
+/// after a token that ends a sentence.
+#[test]
+fn tandem_hands_off_at_sentence_ends_with_the_linked_sentence_schedule() {
+    let model = smollm2();
+    let args = [
+        "tandem",
+        "--senior",
+        &model,
+        "--prompt",
+        "Write four short sentences about cats.",
+        "--group",
+        "2",
+        "--max-new-tokens",
+        "64",
+        "--seed",
+        "1",
+        "--json",
+        "--schedule",
+        "sentence",
+        "--max-gap",
+        "1000",
+    ];
+    let (code, out, err) = trlvr(&args, "");
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("schedule sentence"), "{err}");
+    let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(out.contains(r#""junior""#) && out.contains(r#""senior""#), "both authors write: {out}");
+    for line in &lines {
+        // Each mark after the first opens a run: the text before it ends a sentence.
+        let text = line["text"].as_str().unwrap();
+        let runs: Vec<&str> =
+            text.split("[S]").flat_map(|r| r.split("[J]")).filter(|r| !r.is_empty()).collect();
+        for run in &runs[..runs.len() - 1] {
+            let before = run.trim_end_matches(' ');
+            assert!(
+                before.ends_with(['.', '!', '?', '\n', '。', '！', '？']),
+                "handoff mid-sentence: {text:?}"
+            );
+        }
+    }
+    let (code, out, _) = trlvr(&["plugins"], "");
+    assert_eq!(code, 0);
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().take(2).eq(["schedule", "sentence"]) && l.contains("linked"))
+    );
+}
+
+/// An unknown schedule is refused with the names there are; an option the schedule does
+/// not take is refused, not dropped.
+#[test]
+fn unknown_schedules_and_options_they_do_not_take_are_errors() {
+    let (code, _, err) = trlvr(&["handoff", "--text", "a b", "--schedule", "paragraph"], "");
+    assert_ne!(code, 0);
+    assert!(err.contains("\"paragraph\""), "{err}");
+    for known in ["solo", "word", "token", "step", "sentence"] {
+        assert!(err.contains(known), "{known} not listed: {err}");
+    }
+    for (schedule, option, key) in
+        [("solo", "--p-sen", "p_senior"), ("token", "--max-gap", "max_gap"), ("step", "--p-sen", "p_senior")]
+    {
+        let (code, _, err) = trlvr(&["handoff", "--text", "a b", "--schedule", schedule, option, "1"], "");
+        assert_ne!(code, 0, "{schedule} {option}");
+        assert!(err.contains(&format!("--schedule {schedule}")) && err.contains(key), "{err}");
+    }
+    // Each schedule keeps its own defaults for what is not given.
+    let (code, _, err) = trlvr(&["handoff", "--text", "a b", "--schedule", "sentence", "--p-sen", "1"], "");
+    assert_eq!(code, 0, "{err}");
+}
+
 /// A scratch folder for one test.
 fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("trlvr-cli-{name}-{}", std::process::id()));

@@ -130,13 +130,14 @@ fn a_partner_plugin_with_its_own_burn_is_refused() {
     assert!(err.contains("partner \"tempered-junior\"") && err.contains("own copy"), "{err}");
 }
 
-/// `trlvr plugins --load`: kind, name, version, crate and origin of every item.
+/// `trlvr plugins --load`: kind, name, version, crate and origin of every item. The
+/// library is one the binary does not link (it links `sentence`).
 #[test]
 fn the_cli_lists_kind_name_version_and_origin() {
-    let sentence = library("trlvr_sentence_handoff");
+    let word_turns = library("trlvr_word_turns");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_trlvr"))
         .args(["plugins", "--load"])
-        .arg(&sentence)
+        .arg(&word_turns)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -155,13 +156,13 @@ fn the_cli_lists_kind_name_version_and_origin() {
     );
     let version = env!("CARGO_PKG_VERSION");
     assert_eq!(
-        row("sentence")[..5],
+        row("word-turns")[..5],
         [
             "schedule",
-            "sentence",
+            "word-turns",
             version,
-            "trlvr-sentence-handoff",
-            &sentence.canonicalize().unwrap().display().to_string()
+            "trlvr-word-turns",
+            &word_turns.canonicalize().unwrap().display().to_string()
         ]
     );
     assert_eq!(row("grpo")[..5], ["objective", "grpo", version, "trlvr", "linked"]);

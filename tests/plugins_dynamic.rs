@@ -280,7 +280,8 @@ fn a_partner_plugin_wraps_a_model_file() {
     let device = Device::default();
     let dir = std::env::temp_dir().join(format!("trlvr-tempered-model-{}", std::process::id()));
     trlvr_models::save_hf_dir(&config.init(&device), &config, None, &dir).unwrap();
-    let mut registry = Registry::default();
+    // The plugin opens no model file itself: the host lends its loader.
+    let mut registry = Registry::default().with_model_loader(trlvr_models::open_partner);
     registry.load(library("trlvr_tempered_junior")).unwrap();
     let junior = registry
         .partner("tempered-junior", &serde_json::json!({ "temperature": 2.0, "model": dir }), &device)

@@ -9,7 +9,6 @@ use anyhow::Result;
 use burn::module::Module;
 use serde::Serialize;
 use serde_json::{Value, json};
-use trlvr::demo::{Problem, SumTask, notation_counts};
 use trlvr::eval::{EvalConfig, EvalProblem, EvalSet, Evaluation, Mode, Report, SampleStore, prompt_hash};
 use trlvr::prelude::*;
 use trlvr::train::{Example, RunDir, Task, TrainConfig, Trainer};
@@ -17,6 +16,7 @@ use trlvr_junior_kl::JuniorKl;
 use trlvr_models::{Decoder, save_hf_dir};
 
 use super::models::{Models, own_copy};
+use super::task::{Problem, SumTask, notation_counts};
 
 /// An arm of the study.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -171,36 +171,11 @@ pub fn train(
     log: &(dyn Fn(String) + Sync),
 ) -> Result<Trained> {
     let started = Instant::now();
-    let (base, junior) = (&models.base, &models.junior);
-    let rl = ctx.rl;
     let task = ctx.task;
     let verifier = task.verifier();
     let detokenize = |ids: &[TokenId]| task.text(ids);
-    let config = TrainConfig {
-        steps: 100_000,
-        prompts_per_step: rl.prompts_per_step,
-        group_size: rl.group_size,
-        mini_batch_prompts: rl.prompts_per_step,
-        micro_batch_rows: rl.prompts_per_step * rl.group_size,
-        // Arms run side by side, one per core: a tiny model's update gains nothing from
-        // cutting its micro-batch across cores that are busy (measured: 305 -> 314 s).
-        lanes: 1,
-        max_new_tokens: task.max_new_tokens,
-        lr: rl.lr,
-        validate_every: 0,
-        checkpoint_every: 0,
-        samples_per_step: 0,
-        seed,
-        ..TrainConfig::default()
-    };
-    let grpo = Grpo::new(GrpoConfig::default())?;
-    let solo = Solo::senior();
-    let word = WordBoundary::new(0.5, 32)?;
-    let (schedule, objective): (&dyn HandoffSchedule, &dyn Objective) = match arm {
-        Arm::Grpo => (&solo, &grpo),
-        Arm::Trlvr | Arm::TrlvrLiterate => (&word, &grpo),
-        Arm::KlReg => (&solo, kl),
-    };
+    let rules = Rules::new()?;
+    let (schedule, objective) = rules.of(arm, kl);
     let train_task = Task {
         train: &ctx.train,
         validation: &[],
@@ -209,19 +184,98 @@ pub fn train(
         text: &detokenize,
         classes: ctx.classes,
     };
-    let mut trainer = Trainer::new(config, own_copy(base), partner, schedule, objective, train_task)?;
+    let config = train_config(ctx, seed);
+    let mut trainer = Trainer::new(config, own_copy(&models.base), partner, schedule, objective, train_task)?;
     // A rerun starts the arm afresh: no metrics lines or checkpoints of an older run stay.
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
     }
     let run = RunDir::open(dir)?;
+    let probe = Probe { ctx, arm, seed, junior: &models.junior, log };
+    let tokens = spend_budget(&mut trainer, &run, &probe)?;
+    let steps = trainer.state().step;
+    trainer.save_checkpoint(&run.checkpoint_dir(steps))?;
+    let senior = trainer.senior().valid();
+    save_hf_dir(&senior, &models.base_config, None, dir.join("model"))?;
+    Ok(Trained { senior, steps, tokens, seconds: started.elapsed().as_secs_f64() })
+}
+
+/// The RL settings of every arm: one step per `prompts_per_step` prompts, no validation,
+/// checkpoints or samples (the probes measure instead).
+fn train_config(ctx: &Context<'_>, seed: u64) -> TrainConfig {
+    let rl = ctx.rl;
+    TrainConfig {
+        steps: 100_000,
+        prompts_per_step: rl.prompts_per_step,
+        group_size: rl.group_size,
+        mini_batch_prompts: rl.prompts_per_step,
+        micro_batch_rows: rl.prompts_per_step * rl.group_size,
+        // Arms run side by side, one per core: a tiny model's update gains nothing from
+        // cutting its micro-batch across cores that are busy (measured: 305 -> 314 s).
+        lanes: 1,
+        max_new_tokens: ctx.task.max_new_tokens,
+        lr: rl.lr,
+        validate_every: 0,
+        checkpoint_every: 0,
+        samples_per_step: 0,
+        seed,
+        ..TrainConfig::default()
+    }
+}
+
+/// The schedules and objectives the arms pick from.
+struct Rules {
+    grpo: Grpo,
+    solo: Solo,
+    word: WordBoundary,
+}
+
+impl Rules {
+    fn new() -> Result<Self> {
+        Ok(Self {
+            grpo: Grpo::new(GrpoConfig::default())?,
+            solo: Solo::senior(),
+            word: WordBoundary::default(),
+        })
+    }
+
+    /// `arm`'s schedule and objective (`kl` is KL-Reg's).
+    fn of<'a>(&'a self, arm: Arm, kl: &'a JuniorKl) -> (&'a dyn HandoffSchedule, &'a dyn Objective) {
+        match arm {
+            Arm::Grpo => (&self.solo, &self.grpo),
+            Arm::Trlvr | Arm::TrlvrLiterate => (&self.word, &self.grpo),
+            Arm::KlReg => (&self.solo, kl),
+        }
+    }
+}
+
+/// How a run is probed: its evaluation problems, the weak junior, and where lines go.
+struct Probe<'a> {
+    ctx: &'a Context<'a>,
+    arm: Arm,
+    seed: u64,
+    junior: &'a Decoder,
+    log: &'a (dyn Fn(String) + Sync),
+}
+
+impl Probe<'_> {
+    /// The senior on the probe's problems with the weak junior (two samples each).
+    fn evaluate(&self, senior: &Decoder) -> Result<Evaluated> {
+        let rl = self.ctx.rl;
+        let problems = &self.ctx.eval[..rl.probe_problems.min(self.ctx.eval.len())];
+        evaluate(self.ctx, senior, self.junior, problems, 2)
+    }
+}
+
+/// Steps until the rollout-token budget is spent, one metrics line a step, a probe at
+/// step 0, every `probe_every` steps and at the end; returns the tokens spent.
+fn spend_budget(trainer: &mut Trainer<'_, Decoder>, run: &RunDir, probe: &Probe<'_>) -> Result<usize> {
+    let (rl, arm, seed) = (probe.ctx.rl, probe.arm, probe.seed);
     let mut file = std::fs::File::create(run.metrics_path())?;
-    let probe_set = &ctx.eval[..rl.probe_problems.min(ctx.eval.len())];
-    let mut tokens = 0usize;
     let mut write = |line: Value| -> Result<()> { Ok(writeln!(file, "{line}")?) };
     // Step 0: the base itself.
-    let probe = evaluate(ctx, &trainer.senior().valid(), junior, probe_set, 2)?;
-    write(probe_line(arm, seed, 0, 0, None, &probe))?;
+    write(probe_line(arm, seed, 0, 0, None, &probe.evaluate(&trainer.senior().valid())?))?;
+    let mut tokens = 0usize;
     while tokens < rl.token_budget {
         let out = trainer.step()?;
         let m = &out.metrics;
@@ -230,24 +284,20 @@ pub fn train(
         let mut line = json!({ "arm": arm.name(), "seed": seed, "step": step, "rollout_tokens": tokens,
             "train": serde_json::to_value(m)? });
         if step % rl.probe_every == 0 || tokens >= rl.token_budget {
-            let probe = evaluate(ctx, &trainer.senior().valid(), junior, probe_set, 2)?;
-            line = probe_line(arm, seed, step, tokens, Some(line["train"].clone()), &probe);
-            log(format!(
+            let probed = probe.evaluate(&trainer.senior().valid())?;
+            line = probe_line(arm, seed, step, tokens, Some(line["train"].clone()), &probed);
+            (probe.log)(format!(
                 "{} seed {seed}: step {step}, {tokens} tokens, reward {:.2}, probe solo {:.0}%, tax {:.0}, shorthand {:.0}%",
                 arm.name(),
                 m.reward_mean,
-                probe.report.macro_figures.solo[0].estimate.value,
-                probe.report.macro_figures.tax.points.value,
-                100.0 * probe.shorthand
+                probed.report.macro_figures.solo[0].estimate.value,
+                probed.report.macro_figures.tax.points.value,
+                100.0 * probed.shorthand
             ));
         }
         write(line)?;
     }
-    let steps = trainer.state().step;
-    trainer.save_checkpoint(&run.checkpoint_dir(steps))?;
-    let senior = trainer.senior().valid();
-    save_hf_dir(&senior, &models.base_config, None, dir.join("model"))?;
-    Ok(Trained { senior, steps, tokens, seconds: started.elapsed().as_secs_f64() })
+    Ok(tokens)
 }
 
 fn probe_line(

@@ -12,10 +12,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use serde_json::json;
-use trlvr::demo::SumTask;
-use trlvr::demo::task::{EOS, Split};
 use trlvr::train::{SftConfig, SftExample, fit_sft};
 use trlvr_models::{Decoder, ModelConfig, load_hf_dir, save_hf_dir};
+
+use super::task::{EOS, Split, SumTask};
 
 /// The shape of one Qwen3-style decoder.
 #[derive(Debug, Clone, Serialize)]
@@ -81,12 +81,15 @@ pub struct Models {
 /// The code that trains a demo model, hashed into its cache key: a change to any of it
 /// (the SFT loop, the task, the decoder, a dependency's version) trains the model again
 /// instead of silently reusing one trained by other code.
-const TRAINING_CODE: [&str; 7] = [
+const TRAINING_CODE: [&str; 10] = [
     include_str!("models.rs"),
     include_str!("../../trlvr/src/train/sft.rs"),
-    include_str!("../../trlvr/src/demo/task.rs"),
+    include_str!("task.rs"),
     include_str!("../../trlvr-models/src/decoder.rs"),
     include_str!("../../trlvr-models/src/attention.rs"),
+    include_str!("../../trlvr-models/src/attention/blocked.rs"),
+    include_str!("../../trlvr-models/src/layers.rs"),
+    include_str!("../../trlvr-models/src/packing.rs"),
     include_str!("../../trlvr-models/src/rope.rs"),
     include_str!("../../Cargo.lock"),
 ];
@@ -98,9 +101,7 @@ fn cache_key(task: &SumTask, recipe: &Recipe, start: Option<&str>, code: &[&str]
 
 fn hash(value: &impl Serialize) -> String {
     let text = serde_json::to_string(value).unwrap_or_default();
-    let h =
-        text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-    format!("{h:016x}")
+    format!("{:016x}", trlvr::data::fnv1a(text.bytes()))
 }
 
 /// Supervised examples of `recipe`'s notation mix on fresh problems.

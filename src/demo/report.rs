@@ -1,6 +1,9 @@
 //! `report.md`: the table (mean and spread over seeds), the positive control's verdict,
 //! the comparisons the paper makes (paired bootstrap over problems, seeds pooled) and
 //! which of its claims this run reproduces. Every statement is computed from the numbers.
+//!
+//! Long, on purpose: the verdict rules and the sentences that state them sit side by side,
+//! so that one can be checked against the other; a fifth of the file is their tests.
 
 use std::fmt::Write as _;
 
@@ -448,7 +451,7 @@ fn show(e: &Estimate, d: usize) -> String {
     Estimate { value: clean(e.value), low: clean(e.low), high: clean(e.high) }.show(d)
 }
 
-/// The Markdown report.
+/// The Markdown report, section by section.
 pub fn markdown(input: &ReportInput<'_>) -> String {
     let mut md = String::from("# trlvr demo: GRPO, TRLVR and KL-Reg in miniature\n\n");
     md += "Task: running sums, each step one paragraph, in a plain notation both models know or a \
@@ -456,12 +459,27 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
            of the longest sums overrun (shorthand buys accuracy there); reward = 1 − cost × tokens for a \
            correct answer, 0 otherwise. The junior is a smaller model trained on the plain notation only. \
            Evaluation problems are held out from every training set by a hash split.\n\n";
-    md += "## Table\n\n";
-    md += "Base and controls: value [95% bootstrap interval over problems]. Arms: mean over seeds \
+    table(&mut md, &input.rows);
+    positive_control(&mut md, &input.control);
+    comparisons(&mut md, input);
+    specificity(&mut md, input);
+    frontier(&mut md, &input.frontier, input.verdicts);
+    claims(&mut md, input.verdicts);
+    runs(&mut md, &input.runs);
+    plots(&mut md, &input.plots);
+    list(&mut md, "Settings", &input.settings);
+    list(&mut md, "Wall time", &input.timing);
+    md
+}
+
+/// The table: one row per model.
+fn table(md: &mut String, rows: &[(String, Row)]) {
+    *md += "## Table\n\n";
+    *md += "Base and controls: value [95% bootstrap interval over problems]. Arms: mean over seeds \
            [min, max over seeds].\n\n";
-    md += "| model | solo pass@1 (%) | handoff pass@1 (%) | tax (points) | junior CE (nats) | junior top-1 (%) | drift KL (nats) | shorthand (%) |\n";
-    md += "|---|---:|---:|---:|---:|---:|---:|---:|\n";
-    for (label, r) in &input.rows {
+    *md += "| model | solo pass@1 (%) | handoff pass@1 (%) | tax (points) | junior CE (nats) | junior top-1 (%) | drift KL (nats) | shorthand (%) |\n";
+    *md += "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (label, r) in rows {
         let _ = writeln!(
             md,
             "| {label} | {} | {} | {} | {} | {} | {} | {} |",
@@ -478,16 +496,23 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
             }
         );
     }
-    md += "\n## Positive control\n\n";
-    let (ok, why) = &input.control;
+}
+
+/// Whether the positive control passed, and why.
+fn positive_control(md: &mut String, (ok, why): &(bool, String)) {
+    *md += "\n## Positive control\n\n";
     let _ = writeln!(
         md,
         "{} {why}\n",
         if *ok { "**Passed.**" } else { "**FAILED: the evaluation is blind, so the demo fails.**" }
     );
-    md += "## Comparisons (95% intervals of a hierarchical bootstrap: problems resampled and paired \
+}
+
+/// The paired differences, then what they say about claims 1-3.
+fn comparisons(md: &mut String, input: &ReportInput<'_>) {
+    *md += "## Comparisons (95% intervals of a hierarchical bootstrap: problems resampled and paired \
            across the arms, each arm's seeds resampled on their own)\n\n";
-    md += "| difference | solo pass@1 (points) | tax (points) | junior CE (nats) | drift KL (nats) | shorthand (points) |\n|---|---:|---:|---:|---:|---:|\n";
+    *md += "| difference | solo pass@1 (points) | tax (points) | junior CE (nats) | drift KL (nats) | shorthand (points) |\n|---|---:|---:|---:|---:|---:|\n";
     let mut compared = vec![
         ("GRPO − base", &input.grpo_vs_base),
         ("TRLVR − GRPO", &input.trlvr_vs_grpo),
@@ -539,7 +564,11 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
         sign(&t.drift),
         show(&t.drift, 3),
     );
-    md += "\n## Specificity control\n\n";
+}
+
+/// The specificity control, and the sweep over the partner's literacy.
+fn specificity(md: &mut String, input: &ReportInput<'_>) {
+    *md += "\n## Specificity control\n\n";
     let _ = writeln!(
         md,
         "TRLVR paired in training with a junior that reads shorthand (the frozen base: the paper's \
@@ -550,31 +579,36 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
                 "Its shorthand share minus GRPO's: {} points; keeping GRPO's share (within ±{SHORTHAND_POINTS}) \
                  is {}.",
                 show(&l.shorthand, 1),
-                v.specificity.word()
+                input.verdicts.specificity.word()
             ),
             None => "Not run.".into(),
         }
     );
-    if !input.literacy.is_empty() {
-        md += "\nThe sweep: TRLVR trained with partners that read shorthand to growing degrees (literacy: the \
-               shorthand-only control's handoff pass@1 with the partner, %), each TRLVR senior evaluated as \
-               the arms are (with the weak junior). Where the shorthand share jumps is where TRLVR's choice \
-               flips.\n\n| TRLVR's partner in training | literacy (%) | seeds | shorthand (%) | solo (%) | tax (points) |\n\
-               |---|---:|---:|---:|---:|---:|\n";
-        for p in &input.literacy {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {:.1} | {:.1} | {:.1} |",
-                p.partner,
-                show(&p.literacy, 1),
-                p.seeds,
-                p.row.shorthand.value,
-                p.row.solo.value,
-                p.row.tax.value
-            );
-        }
+    if input.literacy.is_empty() {
+        return;
     }
-    md += "\n## KL-Reg's frontier\n\n";
+    *md += "\nThe sweep: TRLVR trained with partners that read shorthand to growing degrees (literacy: the \
+           shorthand-only control's handoff pass@1 with the partner, %), each TRLVR senior evaluated as \
+           the arms are (with the weak junior). Where the shorthand share jumps is where TRLVR's choice \
+           flips.\n\n| TRLVR's partner in training | literacy (%) | seeds | shorthand (%) | solo (%) | tax (points) |\n\
+           |---|---:|---:|---:|---:|---:|\n";
+    for p in &input.literacy {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} |",
+            p.partner,
+            show(&p.literacy, 1),
+            p.seeds,
+            p.row.shorthand.value,
+            p.row.solo.value,
+            p.row.tax.value
+        );
+    }
+}
+
+/// KL-Reg at each setting against TRLVR, with whether it reaches TRLVR's combination.
+fn frontier(md: &mut String, points: &[FrontierPoint], v: &Verdicts) {
+    *md += "\n## KL-Reg's frontier\n\n";
     let _ = writeln!(
         md,
         "KL-Reg at each β and estimator (`k3`: the paper's, clamped at 10 nats per token; `k3+`: \
@@ -585,7 +619,7 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
          shorthand (%) | junior CE (nats) | tokens at k3's clamp (%) | tax − TRLVR's | solo − TRLVR's | \
          reaches TRLVR |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     );
-    for (point, (_, reach)) in input.frontier.iter().zip(&v.klreg_reaches) {
+    for (point, (_, reach)) in points.iter().zip(&v.klreg_reaches) {
         let r = &point.row;
         let _ = writeln!(
             md,
@@ -606,8 +640,12 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
             }
         );
     }
-    md += "\n## The paper's claims (method.md §6)\n\n";
-    md += &claims_sentence(v.claims);
+}
+
+/// Which of the paper's claims this run shows, and how that is read.
+fn claims(md: &mut String, v: &Verdicts) {
+    *md += "\n## The paper's claims (method.md §6)\n\n";
+    *md += &claims_sentence(v.claims);
     let _ = writeln!(
         md,
         "\nEach claim is read off the intervals above, not written in advance: it is shown when \
@@ -616,8 +654,12 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
          settings of the frontier; it holds only if none reaches TRLVR's tax at TRLVR's solo accuracy.",
         v.klreg_reaches.len(),
     );
-    md += "\n## Runs\n\n| arm | seed | steps | rollout tokens | seconds | solo | tax | junior CE | shorthand (%) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-    for (arm, seeds) in &input.runs {
+}
+
+/// Every seed of every arm, with its cost.
+fn runs(md: &mut String, arms: &ArmRuns<Row>) {
+    *md += "\n## Runs\n\n| arm | seed | steps | rollout tokens | seconds | solo | tax | junior CE | shorthand (%) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (arm, seeds) in arms {
         for SeedRun { seed, result: r, steps, tokens, seconds } in seeds {
             let _ = writeln!(
                 md,
@@ -630,21 +672,25 @@ pub fn markdown(input: &ReportInput<'_>) -> String {
             );
         }
     }
-    if !input.plots.is_empty() {
-        md += "\n## Over training\n\n";
-        for (file, caption) in &input.plots {
-            let _ = writeln!(md, "![{file}]({file})\n\n{caption}\n");
-        }
+}
+
+/// The plots over training, with their captions.
+fn plots(md: &mut String, files: &[(String, String)]) {
+    if files.is_empty() {
+        return;
     }
-    md += "\n## Settings\n\n";
-    for line in &input.settings {
+    *md += "\n## Over training\n\n";
+    for (file, caption) in files {
+        let _ = writeln!(md, "![{file}]({file})\n\n{caption}\n");
+    }
+}
+
+/// A section of bullet lines.
+fn list(md: &mut String, title: &str, lines: &[String]) {
+    let _ = write!(md, "\n## {title}\n\n");
+    for line in lines {
         let _ = writeln!(md, "- {line}");
     }
-    md += "\n## Wall time\n\n";
-    for line in &input.timing {
-        let _ = writeln!(md, "- {line}");
-    }
-    md
 }
 
 #[cfg(test)]

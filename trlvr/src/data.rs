@@ -228,7 +228,7 @@ pub fn hold_out(problems: Vec<Problem>, n: usize) -> Result<(Vec<Problem>, Vec<P
 
 /// FNV-1a, 64 bits: a hash that stays the same across Rust versions and machines, for
 /// splits and store keys written to disk.
-pub(crate) fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
+pub fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
     bytes.into_iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 

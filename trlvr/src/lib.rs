@@ -24,7 +24,6 @@
 //! | the trainer: steps, validation, checkpoints, exact resume | [`train`] |
 //! | data parallelism: ranks, sums over ranks, MPI (feature `mpi`) | [`collective`] |
 //! | the supervised (next-token) stage | [`train::sft`] |
-//! | the demo's task: running sums in a plain and a shorthand notation | [`demo`] |
 //! | group advantages | [`advantage`] |
 //! | attention / response / ownership masks, the loss mask | [`mask`] |
 //! | datasets of problems (JSONL; GSM8K, MATH, DeepScaleR layouts) | [`data`] |
@@ -77,7 +76,6 @@ pub mod advantage;
 pub mod bigram;
 pub mod collective;
 pub mod data;
-pub mod demo;
 pub mod device;
 mod error;
 pub mod eval;

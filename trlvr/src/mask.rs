@@ -8,7 +8,7 @@
 
 use burn::prelude::*;
 
-use crate::token::Owner;
+use crate::token::{Owner, TokenBatch};
 use crate::{Error, Result};
 
 fn bool_tensor(flat: Vec<bool>, rows: usize, width: usize, device: &Device) -> Tensor<2, Bool> {
@@ -24,6 +24,11 @@ impl AttentionMask {
     pub fn from_lengths(lengths: &[usize], width: usize, device: &Device) -> Self {
         let flat = lengths.iter().flat_map(|&n| (0..width).map(move |t| t < n)).collect();
         Self(bool_tensor(flat, lengths.len(), width, device))
+    }
+
+    /// Which slots of `batch` hold real tokens: its rows' lengths, never its pad id.
+    pub fn from_batch(batch: &TokenBatch, device: &Device) -> Self {
+        Self::from_lengths(&batch.lengths(), batch.width(), device)
     }
 
     /// The mask, `[batch, width]`.

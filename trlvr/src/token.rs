@@ -3,7 +3,6 @@
 use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::mask::AttentionMask;
 use crate::{Error, Result};
 
 /// A vocabulary id.
@@ -86,10 +85,5 @@ impl TokenBatch {
             flat.extend(std::iter::repeat_n(self.pad_id as i64, width - row.len()));
         }
         Tensor::from_data(TensorData::new(flat, [self.rows.len(), width]), device)
-    }
-
-    /// Which slots hold real tokens.
-    pub fn attention(&self, device: &Device) -> AttentionMask {
-        AttentionMask::from_lengths(&self.lengths(), self.width(), device)
     }
 }

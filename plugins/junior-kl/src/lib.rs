@@ -26,7 +26,6 @@ use serde::Deserialize;
 use trlvr::objective::{
     Aggregation, KlEstimator, ObjectiveOutput, aggregate, host, k3_clamped_fraction, kl_per_token,
 };
-use trlvr::plugin::{Factory, Registration};
 use trlvr::prelude::*;
 
 // Loaded at run time, the plugin must share the host's trlvr and Burn.
@@ -54,22 +53,15 @@ impl Default for Config {
     }
 }
 
-trlvr::inventory::submit! {
-    Registration {
-        name: "junior-kl",
-        about: "GRPO + beta * token-mean k3 (or k3+) KL(pi_theta || pi_junior) (method.md 4)",
-        crate_name: env!("CARGO_PKG_NAME"),
-        version: env!("CARGO_PKG_VERSION"),
-        factory: Factory::Objective(|value| {
-            let config: Config = if value.is_null() {
-                Config::default()
-            } else {
-                serde_json::from_value(value.clone()).map_err(|e| Error::Config(e.to_string()))?
-            };
-            Ok(Box::new(JuniorKl::new(config.grpo, config.beta)?.with_estimator(config.kl)))
-        }),
+trlvr::register!(
+    Objective,
+    "junior-kl",
+    "GRPO + beta * token-mean k3 (or k3+) KL(pi_theta || pi_junior) (method.md 4)",
+    |value| {
+        let config: Config = trlvr::plugin::config(value)?;
+        Ok(Box::new(JuniorKl::new(config.grpo, config.beta)?.with_estimator(config.kl)))
     }
-}
+);
 
 /// GRPO plus a KL penalty toward the junior (k3 unless told otherwise).
 #[derive(Debug, Clone)]

@@ -20,24 +20,22 @@
 //! # Ok::<(), trlvr::Error>(())
 //! ```
 //!
-//! Loaded at run time:
-//!
-//! ```sh
-//! cargo build -p trlvr-sentence-handoff
-//! trlvr plugins --load target/debug/libtrlvr_sentence_handoff.so
-//! ```
+//! `trlvr` links it (`trlvr tandem --schedule sentence`); another host links the crate
+//! or loads it at run time (`cargo build -p trlvr-sentence-handoff`, then
+//! `Registry::load` of `target/debug/libtrlvr_sentence_handoff.so`).
 #![warn(missing_docs)]
 
-use rand::{Rng, RngCore};
+use rand::RngCore;
 use serde::Deserialize;
-use trlvr::plugin::{Factory, Registration};
+use trlvr::plugin::schedule_from_config;
 use trlvr::prelude::*;
 
-/// Redraw the author after every sentence end, or after `max_gap` tokens without one.
+/// Redraw the author after every sentence end, or after `max_gap` tokens without one:
+/// [`WordBoundary`]'s draw, gap cap and checks at another boundary.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SentenceHandoff {
-    /// Probability that the senior wins a draw (default 0.5).
+    /// Probability that the senior wins a draw (default: the word schedule's).
     pub p_senior: f64,
     /// Redraw after this many tokens without one (default 64: a long sentence, or a
     /// LaTeX run without sentence ends).
@@ -50,28 +48,20 @@ impl SentenceHandoff {
     /// # Errors
     /// [`Error::Config`] if `p_senior` is outside [0, 1] or `max_gap` is 0.
     pub fn new(p_senior: f64, max_gap: usize) -> Result<Self> {
-        let rule = Self { p_senior, max_gap };
-        rule.validate()?;
-        Ok(rule)
+        WordBoundary::new(p_senior, max_gap)?;
+        Ok(Self { p_senior, max_gap })
     }
 
-    fn draw(&self, rng: &mut dyn RngCore) -> Owner {
-        if rng.random_bool(self.p_senior) { Owner::Senior } else { Owner::Junior }
+    /// The word schedule's rule with these settings.
+    fn rule(&self) -> WordBoundary {
+        WordBoundary { p_senior: self.p_senior, max_gap: self.max_gap }
     }
 }
 
 impl Default for SentenceHandoff {
     fn default() -> Self {
-        Self { p_senior: 0.5, max_gap: 64 }
+        Self { p_senior: WordBoundary::default().p_senior, max_gap: 64 }
     }
-}
-
-#[derive(Debug)]
-struct State {
-    rule: SentenceHandoff,
-    author: Owner,
-    /// Tokens since the last draw.
-    gap: usize,
 }
 
 impl HandoffSchedule for SentenceHandoff {
@@ -79,52 +69,18 @@ impl HandoffSchedule for SentenceHandoff {
         "sentence"
     }
     fn begin(&self, rng: &mut dyn RngCore) -> Box<dyn HandoffState> {
-        Box::new(State { rule: *self, author: self.draw(rng), gap: 0 })
+        self.rule().begin_at(TokenClasses::is_sentence_end, rng)
     }
     fn validate(&self) -> Result<()> {
-        if !(0.0..=1.0).contains(&self.p_senior) {
-            return Err(Error::Config(format!(
-                "sentence: p_senior must be in [0, 1], got {}",
-                self.p_senior
-            )));
-        }
-        if self.max_gap == 0 {
-            return Err(Error::Config("sentence: max_gap must be at least 1".into()));
-        }
-        Ok(())
+        self.rule().validate()
     }
 }
 
-impl HandoffState for State {
-    fn author(&self) -> Owner {
-        self.author
-    }
-    fn after(&mut self, token: TokenId, classes: &TokenClasses, rng: &mut dyn RngCore) -> Next {
-        self.gap += 1;
-        if classes.is_sentence_end(token) || self.gap >= self.rule.max_gap {
-            self.author = self.rule.draw(rng);
-            self.gap = 0;
-        }
-        Next::Write(self.author)
-    }
-}
-
-trlvr::inventory::submit! {
-    Registration {
-        name: "sentence",
-        about: "Bernoulli(p_senior) redraws after sentence ends or max_gap tokens ({\"p_senior\": 0.5, \"max_gap\": 64})",
-        crate_name: env!("CARGO_PKG_NAME"),
-        version: env!("CARGO_PKG_VERSION"),
-        factory: Factory::Schedule(|value| {
-            let rule: SentenceHandoff = if value.is_null() {
-                SentenceHandoff::default()
-            } else {
-                serde_json::from_value(value.clone()).map_err(|e| Error::Config(e.to_string()))?
-            };
-            rule.validate()?;
-            Ok(Box::new(rule))
-        }),
-    }
-}
+trlvr::register!(
+    Schedule,
+    "sentence",
+    "Bernoulli(p_senior) redraws after sentence ends or max_gap tokens ({\"p_senior\": 0.5, \"max_gap\": 64})",
+    schedule_from_config::<SentenceHandoff>
+);
 
 trlvr::export_plugin!();

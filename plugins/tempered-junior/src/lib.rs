@@ -9,10 +9,10 @@
 //! distribution it samples from, and rollouts replay from their seed.
 //!
 //! Linked, [`Tempered::new`] wraps any partner. Registered as the partner
-//! `tempered-junior`, its factory builds the inner model from its config: a model file
-//! (`{"temperature": 2.0, "noise": 0.5, "seed": 0, "model": "path/to/hf-dir-or.gguf"}`,
-//! with the `models` feature, through `trlvr-models`) or a bigram table for tests
-//! (`"bigram": [[...], ...]` instead of `"model"`).
+//! `tempered-junior`, its factory wraps the model its config names: a model file
+//! (`{"temperature": 2.0, "noise": 0.5, "seed": 0, "model": "path/to/hf-dir-or.gguf"}`),
+//! opened by the host ([`PartnerHost::model`]: the plugin links no model stack of its
+//! own), or a bigram table for tests (`"bigram": [[...], ...]` instead of `"model"`).
 //!
 //! ```
 //! use burn::prelude::*;
@@ -33,7 +33,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
 use trlvr::model::{token_log_probs, zeroed_before};
-use trlvr::plugin::{Factory, Registration};
+use trlvr::plugin::PartnerHost;
 use trlvr::prelude::*;
 
 // Loaded at run time, the plugin must share the host's trlvr and Burn.
@@ -180,12 +180,15 @@ fn one() -> f32 {
     1.0
 }
 
-fn make(value: &serde_json::Value, device: &Device) -> Result<Box<dyn Partner>> {
+fn make(value: &serde_json::Value, host: &PartnerHost<'_>) -> Result<Box<dyn Partner>> {
     let config: Config =
         serde_json::from_value(value.clone()).map_err(|e| Error::Config(format!("tempered-junior: {e}")))?;
     let (t, noise, seed) = (config.temperature, config.noise, config.seed);
     match (config.model, config.bigram) {
-        (Some(path), None) => Ok(Box::new(Tempered::new(load_model(&path, device)?, t, noise, seed)?)),
+        (Some(path), None) => {
+            let inner = host.model(&path).map_err(|e| Error::Config(format!("tempered-junior: {e}")))?;
+            Ok(Box::new(Tempered::new(inner, t, noise, seed)?))
+        }
         (None, Some(table)) => {
             let vocab = table.len();
             if vocab == 0 || table.iter().any(|row| row.len() != vocab) {
@@ -194,38 +197,16 @@ fn make(value: &serde_json::Value, device: &Device) -> Result<Box<dyn Partner>> 
                 )));
             }
             let flat: Vec<f32> = table.into_iter().flatten().collect();
-            let inner = BigramLm::from_tensor(Tensor::from_data(TensorData::new(flat, [vocab, vocab]), device));
-            Ok(Box::new(Tempered::new(inner, t, noise, seed)?))
+            let table = Tensor::from_data(TensorData::new(flat, [vocab, vocab]), host.device());
+            Ok(Box::new(Tempered::new(BigramLm::from_tensor(table), t, noise, seed)?))
         }
         _ => Err(Error::Config("tempered-junior: give the inner model as exactly one of \"model\" (a path) or \"bigram\" (a table)".into())),
     }
 }
 
-/// A Hugging Face folder or a GGUF file, as a partner.
-#[cfg(feature = "models")]
-fn load_model(path: &std::path::Path, device: &Device) -> Result<trlvr_models::Decoder> {
-    let loaded = if path.is_dir() {
-        trlvr_models::load_hf_dir(path, device).map(|(decoder, _)| decoder)
-    } else {
-        trlvr_models::load_gguf(path, device).map(|(decoder, _, _)| decoder)
-    };
-    loaded.map_err(|e| Error::Config(format!("tempered-junior: {}: {e}", path.display())))
-}
-
-#[cfg(not(feature = "models"))]
-fn load_model(path: &std::path::Path, _: &Device) -> Result<BigramLm> {
-    Err(Error::Config(format!(
-        "tempered-junior: cannot open {}: this build has no model loading (feature `models`)",
-        path.display()
-    )))
-}
-
-trlvr::inventory::submit! {
-    Registration {
-        name: "tempered-junior",
-        about: "a weaker junior: inner logits / temperature + fixed seeded noise ({\"temperature\", \"noise\", \"seed\", \"model\" | \"bigram\"})",
-        crate_name: env!("CARGO_PKG_NAME"),
-        version: env!("CARGO_PKG_VERSION"),
-        factory: Factory::Partner(make),
-    }
-}
+trlvr::register!(
+    Partner,
+    "tempered-junior",
+    "a weaker junior: inner logits / temperature + fixed seeded noise ({\"temperature\", \"noise\", \"seed\", \"model\" | \"bigram\"})",
+    make
+);

@@ -12,7 +12,7 @@
 
 use rand::RngCore;
 use serde::Deserialize;
-use trlvr::plugin::{Factory, Registration};
+use trlvr::plugin::schedule_from_config;
 use trlvr::prelude::*;
 
 /// Alternate turns of `words` words.
@@ -46,6 +46,12 @@ impl HandoffSchedule for WordTurns {
     fn begin(&self, _rng: &mut dyn RngCore) -> Box<dyn HandoffState> {
         Box::new(State { rule: *self, author: self.first, seen: 0 })
     }
+    fn validate(&self) -> Result<()> {
+        if self.words == 0 {
+            return Err(Error::Config("word-turns needs words >= 1".into()));
+        }
+        Ok(())
+    }
 }
 
 impl HandoffState for State {
@@ -64,24 +70,11 @@ impl HandoffState for State {
     }
 }
 
-trlvr::inventory::submit! {
-    Registration {
-        name: "word-turns",
-        about: "deterministic turns of `words` words each ({\"words\": 8, \"first\": \"senior\"})",
-        crate_name: env!("CARGO_PKG_NAME"),
-        version: env!("CARGO_PKG_VERSION"),
-        factory: Factory::Schedule(|value| {
-            let rule: WordTurns = if value.is_null() {
-                WordTurns::default()
-            } else {
-                serde_json::from_value(value.clone()).map_err(|e| Error::Config(e.to_string()))?
-            };
-            if rule.words == 0 {
-                return Err(Error::Config("word-turns needs words >= 1".into()));
-            }
-            Ok(Box::new(rule))
-        }),
-    }
-}
+trlvr::register!(
+    Schedule,
+    "word-turns",
+    "deterministic turns of `words` words each ({\"words\": 8, \"first\": \"senior\"})",
+    schedule_from_config::<WordTurns>
+);
 
 trlvr::export_plugin!();

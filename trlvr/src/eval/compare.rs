@@ -1,3 +1,6 @@
+//! Long: about 460 lines of one concept (a paired comparison and when two runs pair),
+//! then 300 lines of tests and their fixtures.
+//!
 //! Paired comparison of two evaluations over the same problems: B − A for every figure
 //! of a [`Report`], with a bootstrap interval that keeps the pairing.
 //!
@@ -72,9 +75,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::config::EvalConfig;
 use super::report::Columns;
+use super::report::Report;
 use super::stats::{Bootstrap, Estimate, ratio_of_sums};
-use super::{EvalConfig, Report};
 use crate::{Error, Result};
 
 /// How a comparison resamples.

@@ -1,3 +1,6 @@
+//! Long: sampling, measuring and gathering results across ranks are one pipeline over
+//! private state; statistics, reports, comparison and the sample store are split out.
+//!
 //! Evaluation (method.md §5): solo and handoff pass@k, the communication tax, and how
 //! legible the senior's chains are to the junior.
 //!
@@ -54,6 +57,7 @@
 //! ```
 
 pub mod compare;
+mod config;
 pub mod legibility;
 mod report;
 mod stats;
@@ -61,12 +65,12 @@ mod store;
 
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use compare::{
     CompareConfig, Comparison, Difference, Differences, PassAtDifference, Run, SetComparison, Shown,
 };
+pub use config::EvalConfig;
 pub use legibility::{Chain, ChainStats};
 pub use report::{Drift, Figures, Legibility, ProblemResult, Report, SetReport, Tax, Throughput};
 pub use stats::{Bootstrap, Estimate, newcombe, pass_at_k, ratio_of_sums, wilson};
@@ -74,65 +78,12 @@ pub use store::{Mode, ProblemSamples, Sample, SampleStore};
 
 use crate::collective::{Collective, Single, all_gather};
 use crate::model::Partner;
-use crate::rollout::{CatchUp, Progress, RolloutConfig, RolloutEngine, Sampling};
+use crate::rollout::{Progress, RolloutConfig, RolloutEngine};
 use crate::schedule::{Finish, HandoffSchedule, Solo, StepAlternation};
 use crate::token::{Owner, TokenId};
 use crate::verifier::Verifier;
 use crate::vocab::TokenClasses;
 use crate::{Error, Result};
-
-/// How an evaluation samples and summarises.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct EvalConfig {
-    /// Samples per problem and mode (default 8).
-    pub n: usize,
-    /// The k of pass@k (default 1, 2, 4, 8); each at most `n`.
-    pub ks: Vec<usize>,
-    /// The sampler (default T 0.7, top-p 0.8, top-k 20).
-    pub sampling: Sampling,
-    /// Response cap in tokens, one budget shared by both models (default 3000).
-    pub max_new_tokens: usize,
-    /// Paragraph turns before a handoff chain stops (default 150).
-    pub max_rounds: usize,
-    /// Seed of every sampling stream.
-    pub seed: u64,
-    /// Problems per engine call (default 8: 64 rows at n 8).
-    pub batch_problems: usize,
-    /// Bootstrap resamples (default 1000).
-    pub bootstrap: usize,
-    /// Seed of the bootstrap draws.
-    pub bootstrap_seed: u64,
-    /// Coverage of the intervals (default 0.95).
-    pub confidence: f64,
-    /// Logits held at once when measuring legibility, per model (`rows × width ×
-    /// vocab` floats; default 2^25, 128 MiB in f32). At least one chain goes at a time.
-    pub logits_budget: usize,
-    /// When a model reads the other's tokens (handoff; default piggyback).
-    pub catch_up: CatchUp,
-    /// Where tokens are drawn (see [`RolloutConfig::host_sampling`]).
-    pub host_sampling: Option<bool>,
-}
-
-impl Default for EvalConfig {
-    fn default() -> Self {
-        Self {
-            n: 8,
-            ks: vec![1, 2, 4, 8],
-            sampling: Sampling::evaluation(),
-            max_new_tokens: 3000,
-            max_rounds: 150,
-            seed: 0,
-            batch_problems: 8,
-            bootstrap: 1000,
-            bootstrap_seed: 0,
-            confidence: 0.95,
-            logits_budget: 1 << 25,
-            catch_up: CatchUp::default(),
-            host_sampling: None,
-        }
-    }
-}
 
 /// One problem, ready for the models.
 #[derive(Debug, Clone, PartialEq)]
@@ -196,7 +147,7 @@ pub enum Phase {
 }
 
 /// Text of response ids, for the verifier (special tokens as the tokenizer writes them).
-pub type Detokenize<'a> = &'a (dyn Fn(&[TokenId]) -> String + Sync);
+pub type DetokenizeFn<'a> = &'a (dyn Fn(&[TokenId]) -> String + Sync);
 
 /// An evaluation of one senior/junior pair.
 pub struct Evaluation<'m> {
@@ -204,7 +155,7 @@ pub struct Evaluation<'m> {
     junior: &'m dyn Partner,
     classes: &'m TokenClasses,
     config: EvalConfig,
-    detokenize: Detokenize<'m>,
+    detokenize: DetokenizeFn<'m>,
     ranks: &'m dyn Collective,
 }
 
@@ -225,7 +176,7 @@ impl<'m> Evaluation<'m> {
         junior: &'m dyn Partner,
         classes: &'m TokenClasses,
         config: EvalConfig,
-        detokenize: Detokenize<'m>,
+        detokenize: DetokenizeFn<'m>,
     ) -> Result<Self> {
         if senior.vocab_size() != junior.vocab_size() {
             return Err(Error::Vocabulary(format!(
@@ -306,104 +257,98 @@ impl<'m> Evaluation<'m> {
         let mut done = 0;
         let mut throughput = Throughput::default();
         for mode in [Mode::Solo, Mode::Handoff] {
-            let rollout = RolloutConfig {
-                group_size: self.config.n,
-                max_new_tokens: self.config.max_new_tokens,
-                sampling: self.config.sampling,
-                seed: self.config.seed,
-                catch_up: self.config.catch_up,
-                host_sampling: self.config.host_sampling,
-                ..RolloutConfig::default()
-            };
-            let (engine, schedule): (RolloutEngine<'_>, Box<dyn HandoffSchedule>) = match mode {
-                Mode::Solo => {
-                    (RolloutEngine::solo(self.senior, self.classes, rollout)?, Box::new(Solo::senior()))
-                }
-                Mode::Handoff => (
-                    RolloutEngine::new(self.senior, self.junior, self.classes, rollout)?,
-                    Box::new(StepAlternation { first: Owner::Senior, max_rounds: self.config.max_rounds }),
-                ),
-            };
-            // Streams numbered over the whole evaluation: a problem's samples do not depend
-            // on its batch, and a prompt in two sets (or twice in one) gets two draws.
-            let all: Vec<(&str, &EvalProblem)> =
-                sets.iter().flat_map(|s| s.problems.iter().map(move |p| (s.name.as_str(), p))).collect();
-            let prompts: Vec<Vec<TokenId>> = all.iter().map(|(_, p)| p.prompt.clone()).collect();
-            let mut todo = Vec::new();
-            for ((set, p), stream) in all.into_iter().zip(crate::rollout::streams(&prompts)) {
-                if store.get(set, p.id, mode, prompt_hash(&p.prompt)).is_some() {
-                    done += 1;
-                } else {
-                    todo.push((set, p, stream));
-                }
-            }
+            let (engine, schedule) = self.engine(mode)?;
+            let (todo, stored) = pending(sets, store, mode);
+            done += stored;
             let phase = Phase::Sampling(mode);
-            on_progress(EvalProgress {
-                phase,
-                done,
-                total,
-                tokens: throughput.tokens(),
-                seconds: throughput.seconds(),
-                batch: None,
-            });
+            on_progress(between_batches(phase, done, total, &throughput));
             let batches: Vec<_> = todo.chunks(self.config.batch_problems).collect();
             // One batch per rank at a time, in order; every rank then stores them all.
             for round in batches.chunks(self.ranks.size()) {
                 let start = Instant::now();
                 let (base_tokens, base_seconds) = (throughput.tokens(), throughput.seconds());
-                let mut records = Vec::new();
-                let mut tokens = 0;
-                if let Some(batch) = round.get(self.ranks.rank()) {
-                    let prompts: Vec<Vec<TokenId>> = batch.iter().map(|(_, p, _)| p.prompt.clone()).collect();
-                    let streams: Vec<u64> = batch.iter().map(|(_, _, s)| *s).collect();
-                    let rollouts =
-                        engine.generate_streams(&prompts, &streams, schedule.as_ref(), &mut |step| {
-                            on_progress(EvalProgress {
-                                phase,
-                                done,
-                                total,
-                                tokens: base_tokens + step.tokens,
-                                seconds: base_seconds + start.elapsed().as_secs_f64(),
-                                batch: Some(step),
-                            });
-                        })?;
-                    tokens = rollouts.iter().map(|r| r.tokens.len()).sum();
-                    records = batch
-                        .iter()
-                        .enumerate()
-                        .map(|(i, (set, p, _))| ProblemSamples {
-                            set: (*set).to_string(),
-                            id: p.id,
-                            mode,
-                            prompt_hash: prompt_hash(&p.prompt),
-                            samples: rollouts
-                                .iter()
-                                .filter(|r| r.prompt == i)
-                                .map(|r| Sample {
-                                    tokens: r.tokens.clone(),
-                                    owners: Sample::letters(&r.owners),
-                                    finish: r.finish,
-                                })
-                                .collect(),
-                        })
-                        .collect();
-                }
+                let (records, tokens) = match round.get(self.ranks.rank()) {
+                    Some(batch) => self.draw_batch(&engine, schedule.as_ref(), mode, batch, &mut |step| {
+                        on_progress(EvalProgress {
+                            phase,
+                            done,
+                            total,
+                            tokens: base_tokens + step.tokens,
+                            seconds: base_seconds + start.elapsed().as_secs_f64(),
+                            batch: Some(step),
+                        });
+                    })?,
+                    None => (Vec::new(), 0),
+                };
                 let (records, tokens, seconds) =
                     self.gather_round(records, tokens, start.elapsed().as_secs_f64())?;
                 throughput.add(mode, tokens, seconds);
                 store.append(records)?;
                 done += round.iter().map(|b| b.len()).sum::<usize>();
-                on_progress(EvalProgress {
-                    phase,
-                    done,
-                    total,
-                    tokens: throughput.tokens(),
-                    seconds: throughput.seconds(),
-                    batch: None,
-                });
+                on_progress(between_batches(phase, done, total, &throughput));
             }
         }
         Ok(throughput)
+    }
+
+    /// The engine and the schedule that draw `mode`'s samples: the senior alone, or
+    /// senior and junior alternating paragraphs.
+    fn engine(&self, mode: Mode) -> Result<(RolloutEngine<'m>, Box<dyn HandoffSchedule>)> {
+        let rollout = RolloutConfig {
+            group_size: self.config.n,
+            max_new_tokens: self.config.max_new_tokens,
+            sampling: self.config.sampling,
+            seed: self.config.seed,
+            catch_up: self.config.catch_up,
+            host_sampling: self.config.host_sampling,
+            ..RolloutConfig::default()
+        };
+        let made: (RolloutEngine<'m>, Box<dyn HandoffSchedule>) = match mode {
+            Mode::Solo => {
+                (RolloutEngine::solo(self.senior, self.classes, rollout)?, Box::new(Solo::senior()))
+            }
+            Mode::Handoff => (
+                RolloutEngine::new(self.senior, self.junior, self.classes, rollout)?,
+                Box::new(StepAlternation { first: Owner::Senior, max_rounds: self.config.max_rounds }),
+            ),
+        };
+        Ok(made)
+    }
+
+    /// Draws one batch's samples (this rank's batch of a round); its records for the
+    /// store and the tokens drawn. `on_step` hears the engine's progress.
+    fn draw_batch(
+        &self,
+        engine: &RolloutEngine<'_>,
+        schedule: &dyn HandoffSchedule,
+        mode: Mode,
+        batch: &[Pending<'_>],
+        on_step: &mut dyn FnMut(Progress),
+    ) -> Result<(Vec<ProblemSamples>, usize)> {
+        let prompts: Vec<Vec<TokenId>> = batch.iter().map(|(_, p, _)| p.prompt.clone()).collect();
+        let streams: Vec<u64> = batch.iter().map(|(_, _, s)| *s).collect();
+        let rollouts = engine.generate_streams(&prompts, &streams, schedule, on_step)?;
+        let tokens = rollouts.iter().map(|r| r.tokens.len()).sum();
+        let records = batch
+            .iter()
+            .enumerate()
+            .map(|(i, (set, p, _))| ProblemSamples {
+                set: (*set).to_string(),
+                id: p.id,
+                mode,
+                prompt_hash: prompt_hash(&p.prompt),
+                samples: rollouts
+                    .iter()
+                    .filter(|r| r.prompt == i)
+                    .map(|r| Sample {
+                        tokens: r.tokens.clone(),
+                        owners: Sample::letters(&r.owners),
+                        finish: r.finish,
+                    })
+                    .collect(),
+            })
+            .collect();
+        Ok((records, tokens))
     }
 
     /// Grades every stored sample and measures legibility and drift; the figures with
@@ -582,6 +527,41 @@ fn check_sets(sets: &[EvalSet]) -> Result<()> {
         return Err(Error::Config("no datasets to evaluate".into()));
     }
     Ok(())
+}
+
+/// A problem whose samples are yet to be drawn: its dataset, itself, its random stream.
+type Pending<'a> = (&'a str, &'a EvalProblem, u64);
+
+/// The problems whose `mode` samples the store lacks, each with its stream, and how many
+/// the store holds already. Streams are numbered over the whole evaluation: a problem's
+/// samples do not depend on its batch, and a prompt in two sets (or twice in one) gets
+/// two draws.
+fn pending<'a>(sets: &'a [EvalSet], store: &SampleStore, mode: Mode) -> (Vec<Pending<'a>>, usize) {
+    let all: Vec<(&str, &EvalProblem)> =
+        sets.iter().flat_map(|s| s.problems.iter().map(move |p| (s.name.as_str(), p))).collect();
+    let prompts: Vec<Vec<TokenId>> = all.iter().map(|(_, p)| p.prompt.clone()).collect();
+    let mut todo = Vec::new();
+    let mut stored = 0;
+    for ((set, p), stream) in all.into_iter().zip(crate::rollout::streams(&prompts)) {
+        if store.get(set, p.id, mode, prompt_hash(&p.prompt)).is_some() {
+            stored += 1;
+        } else {
+            todo.push((set, p, stream));
+        }
+    }
+    (todo, stored)
+}
+
+/// Where sampling stands between two batches (no batch being drawn).
+fn between_batches(phase: Phase, done: usize, total: usize, throughput: &Throughput) -> EvalProgress {
+    EvalProgress {
+        phase,
+        done,
+        total,
+        tokens: throughput.tokens(),
+        seconds: throughput.seconds(),
+        batch: None,
+    }
 }
 
 /// FNV-1a over the prompt's ids: the key of a problem's samples in a [`SampleStore`].

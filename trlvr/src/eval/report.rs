@@ -5,9 +5,10 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use super::config::EvalConfig;
 use super::legibility::ChainStats;
 use super::stats::{Bootstrap, Estimate, pass_at_k, ratio_of_sums};
-use super::{EvalConfig, Mode};
+use super::store::Mode;
 use crate::Result;
 
 /// What one problem gave: correct counts, token counts and legibility sums.
@@ -260,86 +261,107 @@ impl Report {
             let _ = writeln!(md, "{line}  ");
         }
         let c = &self.config;
-        let _ = writeln!(
-            md,
-            "\n{} samples per problem at T {}, top-p {}, top-k {}; budget {} tokens; handoff: step alternation, \
-             senior first, at most {} rounds. Brackets: {:.0}% bootstrap interval over problems ({} resamples).\n",
-            c.n,
-            c.sampling.temperature,
-            c.sampling.top_p,
-            c.sampling.top_k,
-            c.max_new_tokens,
-            c.max_rounds,
-            100.0 * c.confidence,
-            c.bootstrap
-        );
+        write_settings(&mut md, c);
         let rows: Vec<(&str, &Figures)> = self
             .sets
             .iter()
             .map(|s| (s.name.as_str(), &s.figures))
             .chain(std::iter::once(("macro", &self.macro_figures)))
             .collect();
-        // 1. Accuracy.
-        md += "## Accuracy (pass@k, %)\n\n| dataset | problems |";
-        for mode in ["solo", "handoff"] {
-            for k in &c.ks {
-                let _ = write!(md, " {mode} pass@{k} |");
-            }
-        }
-        md += "\n|---|---:|";
-        md += &"---:|".repeat(2 * c.ks.len());
-        md.push('\n');
-        for (name, f) in &rows {
-            let _ = write!(md, "| {name} | {} |", f.problems);
-            for p in f.solo.iter().chain(&f.handoff) {
-                let _ = write!(md, " {} |", p.estimate.show(1));
-            }
-            md.push('\n');
-        }
-        // 2. The tax.
-        md += "\n## Communication tax\n\n| dataset | solo pass@1 (%) | handoff pass@1 (%) | tax (points) | handoff / solo | senior share of handoff tokens |\n|---|---:|---:|---:|---:|---:|\n";
-        for (name, f) in &rows {
-            let _ = writeln!(
-                md,
-                "| {name} | {} | {} | {} | {} | {:.2} |",
-                f.solo[0].estimate.show(1),
-                f.handoff[0].estimate.show(1),
-                f.tax.points.show(1),
-                f.tax.ratio.show(2),
-                f.handoff_senior_share
-            );
-        }
-        // 3. Legibility and drift.
-        md += "\n## Legibility and drift (per token, nats)\n\nJunior CE and top-1: the mean over chains of each chain's mean (EOS left out); \
-               \"token-weighted\": over all tokens together. KL k3 is estimated on the chains as sampled for the \
-               evaluation (its sampler, not the senior's raw distribution).\n\n\
-               | dataset | junior CE | junior CE, token-weighted | junior top-1 (%) | KL k3 (eval samples) | KL exact | junior NLL, handoff | solo tokens / chain |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
-        for (name, f) in &rows {
-            let _ = writeln!(
-                md,
-                "| {name} | {} | {} | {} | {} | {} | {} | {:.0} |",
-                f.legibility.junior_ce.show(3),
-                f.legibility.junior_ce_tokens.show(3),
-                f.legibility.junior_top1.show(1),
-                f.drift.kl_k3.show(3),
-                f.drift.kl_exact.show(3),
-                f.drift.junior_nll_handoff.show(3),
-                f.solo_mean_tokens
-            );
-        }
-        let t = &self.throughput;
-        if t.tokens() > 0 {
-            let _ = writeln!(
-                md,
-                "\nSampled in this run: {} tokens in {:.1} s ({:.1} tokens/s; solo {:.1}, handoff {:.1}).",
-                t.tokens(),
-                t.seconds(),
-                t.tokens_per_second(),
-                t.solo_tokens as f64 / t.solo_seconds.max(1e-9),
-                t.handoff_tokens as f64 / t.handoff_seconds.max(1e-9)
-            );
-        }
+        write_accuracy(&mut md, &c.ks, &rows);
+        write_tax(&mut md, &rows);
+        write_legibility(&mut md, &rows);
+        write_throughput(&mut md, &self.throughput);
         md
+    }
+}
+
+/// The line under the header: the sampler, the budget, the handoff and the intervals.
+fn write_settings(md: &mut String, c: &EvalConfig) {
+    let _ = writeln!(
+        md,
+        "\n{} samples per problem at T {}, top-p {}, top-k {}; budget {} tokens; handoff: step alternation, \
+         senior first, at most {} rounds. Brackets: {:.0}% bootstrap interval over problems ({} resamples).\n",
+        c.n,
+        c.sampling.temperature,
+        c.sampling.top_p,
+        c.sampling.top_k,
+        c.max_new_tokens,
+        c.max_rounds,
+        100.0 * c.confidence,
+        c.bootstrap
+    );
+}
+
+/// 1. Accuracy: solo and handoff pass@k per dataset.
+fn write_accuracy(md: &mut String, ks: &[usize], rows: &[(&str, &Figures)]) {
+    *md += "## Accuracy (pass@k, %)\n\n| dataset | problems |";
+    for mode in ["solo", "handoff"] {
+        for k in ks {
+            let _ = write!(md, " {mode} pass@{k} |");
+        }
+    }
+    *md += "\n|---|---:|";
+    *md += &"---:|".repeat(2 * ks.len());
+    md.push('\n');
+    for (name, f) in rows {
+        let _ = write!(md, "| {name} | {} |", f.problems);
+        for p in f.solo.iter().chain(&f.handoff) {
+            let _ = write!(md, " {} |", p.estimate.show(1));
+        }
+        md.push('\n');
+    }
+}
+
+/// 2. The tax: pass@1 solo and handoff, their difference and ratio, the senior's share.
+fn write_tax(md: &mut String, rows: &[(&str, &Figures)]) {
+    *md += "\n## Communication tax\n\n| dataset | solo pass@1 (%) | handoff pass@1 (%) | tax (points) | handoff / solo | senior share of handoff tokens |\n|---|---:|---:|---:|---:|---:|\n";
+    for (name, f) in rows {
+        let _ = writeln!(
+            md,
+            "| {name} | {} | {} | {} | {} | {:.2} |",
+            f.solo[0].estimate.show(1),
+            f.handoff[0].estimate.show(1),
+            f.tax.points.show(1),
+            f.tax.ratio.show(2),
+            f.handoff_senior_share
+        );
+    }
+}
+
+/// 3. Legibility and drift: the junior's cross-entropy and top-1, KL, the handoff NLL.
+fn write_legibility(md: &mut String, rows: &[(&str, &Figures)]) {
+    *md += "\n## Legibility and drift (per token, nats)\n\nJunior CE and top-1: the mean over chains of each chain's mean (EOS left out); \
+           \"token-weighted\": over all tokens together. KL k3 is estimated on the chains as sampled for the \
+           evaluation (its sampler, not the senior's raw distribution).\n\n\
+           | dataset | junior CE | junior CE, token-weighted | junior top-1 (%) | KL k3 (eval samples) | KL exact | junior NLL, handoff | solo tokens / chain |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (name, f) in rows {
+        let _ = writeln!(
+            md,
+            "| {name} | {} | {} | {} | {} | {} | {} | {:.0} |",
+            f.legibility.junior_ce.show(3),
+            f.legibility.junior_ce_tokens.show(3),
+            f.legibility.junior_top1.show(1),
+            f.drift.kl_k3.show(3),
+            f.drift.kl_exact.show(3),
+            f.drift.junior_nll_handoff.show(3),
+            f.solo_mean_tokens
+        );
+    }
+}
+
+/// The sampling throughput of this run, when it drew any tokens.
+fn write_throughput(md: &mut String, t: &Throughput) {
+    if t.tokens() > 0 {
+        let _ = writeln!(
+            md,
+            "\nSampled in this run: {} tokens in {:.1} s ({:.1} tokens/s; solo {:.1}, handoff {:.1}).",
+            t.tokens(),
+            t.seconds(),
+            t.tokens_per_second(),
+            t.solo_tokens as f64 / t.solo_seconds.max(1e-9),
+            t.handoff_tokens as f64 / t.handoff_seconds.max(1e-9)
+        );
     }
 }
 

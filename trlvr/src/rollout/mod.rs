@@ -1,3 +1,6 @@
+//! Long: the generation loop, its per-row state and the two models' sides share private
+//! types and read best as one step loop; token sampling is in `sample.rs`.
+//!
 //! The tandem rollout engine (method.md §2): senior and junior co-write each rollout,
 //! every token remembers its owner.
 //!
@@ -38,6 +41,10 @@ use crate::{Error, Result};
 /// Logits (rows × vocabulary) from which host sampling splits rows across threads.
 const PARALLEL_SAMPLING_FLOATS: usize = 1 << 16;
 
+/// The release's response cap in tokens, one budget shared by both models: the default of
+/// rollouts, training and evaluation.
+pub const MAX_NEW_TOKENS: usize = 3000;
+
 /// Salt separating a row's sampling stream from its schedule stream.
 const SAMPLING_STREAM: u64 = 0x5A3D_0C1E_9B27_4F61;
 
@@ -47,7 +54,7 @@ const SAMPLING_STREAM: u64 = 0x5A3D_0C1E_9B27_4F61;
 pub struct RolloutConfig {
     /// G: rollouts per prompt (default 8).
     pub group_size: usize,
-    /// Response cap in tokens, one budget shared by both models (default 3000).
+    /// Response cap in tokens, one budget shared by both models (default [`MAX_NEW_TOKENS`]).
     pub max_new_tokens: usize,
     /// Sampling parameters, the same for both models.
     pub sampling: Sampling,
@@ -75,7 +82,7 @@ impl Default for RolloutConfig {
     fn default() -> Self {
         Self {
             group_size: 8,
-            max_new_tokens: 3000,
+            max_new_tokens: MAX_NEW_TOKENS,
             sampling: Sampling::training(),
             seed: 0,
             other_log_probs: false,
@@ -279,24 +286,7 @@ impl<'m> RolloutEngine<'m> {
             return Err(Error::Shape(format!("{} streams for {} prompts", streams.len(), prompts.len())));
         }
         schedule.validate()?;
-        let g = self.config.group_size;
-        let seed = self.config.seed;
-        let keys = row_keys(prompts, streams, g);
-        let mut rows: Vec<Row> = keys
-            .iter()
-            .enumerate()
-            .map(|(i, &key)| Row {
-                handoff: Handoff::new(schedule, seed, key),
-                sampler: row_rng(seed ^ SAMPLING_STREAM, key),
-                tokens: Vec::new(),
-                owners: Vec::new(),
-                log_probs: Vec::new(),
-                read: [0, 0],
-                finish: None,
-                prompt: i / g,
-                key,
-            })
-            .collect();
+        let mut rows = self.rows(prompts, streams, schedule);
         let mut sides = [self.senior, self.junior].map(|model| {
             Side::new(model, self.config.host_sampling.unwrap_or_else(|| is_host(&model.device())))
         });
@@ -312,54 +302,11 @@ impl<'m> RolloutEngine<'m> {
                 break;
             }
             // 2. Both models read, predict and sample their own rows, at once (two
-            //    threads) unless asked otherwise. Each row's sampler goes to its author.
-            let mut rngs: [Vec<&mut ChaCha8Rng>; 2] = [Vec::new(), Vec::new()];
-            for row in rows.iter_mut().filter(|r| r.finish.is_none()) {
-                rngs[slot(row.handoff.author())].push(&mut row.sampler);
-            }
-            let [senior_side, junior_side] = &mut sides;
-            let [senior_rngs, junior_rngs] = rngs;
-            let [senior_plan, junior_plan] = &plans;
-            let sampling = &self.config.sampling;
-            let vocab = self.vocab;
-            let senior_step = || senior_side.step(&prompt_refs, g, senior_plan, senior_rngs, sampling, vocab);
-            let junior_step = || junior_side.step(&prompt_refs, g, junior_plan, junior_rngs, sampling, vocab);
-            let drawn = if self.config.concurrent {
-                std::thread::scope(|scope| {
-                    let senior = scope.spawn(senior_step);
-                    let junior = junior_step();
-                    [senior.join().expect("senior thread panicked"), junior]
-                })
-            } else {
-                [senior_step(), junior_step()]
-            };
-            let [senior_drawn, junior_drawn] = drawn;
-            let drawn = [senior_drawn?, junior_drawn?];
+            //    threads) unless asked otherwise.
+            let drawn = self.draw(&mut rows, &mut sides, &plans, &prompt_refs)?;
             // 3. Record what each model read, then append each row's token and advance
             //    its schedule.
-            for (owner, plan) in [Owner::Senior, Owner::Junior].into_iter().zip(&plans) {
-                for feed in &plan.feeds {
-                    rows[feed.row].read[slot(owner)] = rows[feed.row].tokens.len();
-                }
-            }
-            for ((owner, plan), drawn) in [Owner::Senior, Owner::Junior].into_iter().zip(&plans).zip(drawn) {
-                for (&i, (token, log_prob)) in plan.own.iter().zip(drawn) {
-                    let row = &mut rows[i];
-                    row.tokens.push(token);
-                    row.owners.push(owner);
-                    row.log_probs.push(log_prob);
-                    row.finish = match row.handoff.after(token, self.classes) {
-                        Next::Stop(finish) => Some(finish),
-                        Next::Write(_) if row.tokens.len() >= self.config.max_new_tokens => {
-                            Some(Finish::Length)
-                        }
-                        Next::Write(_) => None,
-                    };
-                    if row.finish.is_some() {
-                        finished.push(i);
-                    }
-                }
-            }
+            self.record(&mut rows, &plans, drawn, &mut finished);
             // 4. Finished rows leave both models' batches.
             for side in &mut sides {
                 side.retire(&finished)?;
@@ -385,6 +332,93 @@ impl<'m> RolloutEngine<'m> {
                 log_probs: row.log_probs,
             })
             .collect())
+    }
+
+    /// Every row's state before its first token: `group_size` copies of each prompt,
+    /// each with its schedule and sampling streams keyed by the prompt and its stream.
+    fn rows(&self, prompts: &[Vec<TokenId>], streams: &[u64], schedule: &dyn HandoffSchedule) -> Vec<Row> {
+        let g = self.config.group_size;
+        let seed = self.config.seed;
+        row_keys(prompts, streams, g)
+            .into_iter()
+            .enumerate()
+            .map(|(i, key)| Row {
+                handoff: Handoff::new(schedule, seed, key),
+                sampler: row_rng(seed ^ SAMPLING_STREAM, key),
+                tokens: Vec::new(),
+                owners: Vec::new(),
+                log_probs: Vec::new(),
+                read: [0, 0],
+                finish: None,
+                prompt: i / g,
+                key,
+            })
+            .collect()
+    }
+
+    /// One step of both models: each runs its plan (at once on two threads unless asked
+    /// otherwise) and draws a token for each row it writes, with that row's sampler.
+    fn draw(
+        &self,
+        rows: &mut [Row],
+        sides: &mut [Side<'_>; 2],
+        plans: &[Plan; 2],
+        prompts: &[&[TokenId]],
+    ) -> Result<[Vec<(TokenId, f32)>; 2]> {
+        let g = self.config.group_size;
+        let mut rngs: [Vec<&mut ChaCha8Rng>; 2] = [Vec::new(), Vec::new()];
+        for row in rows.iter_mut().filter(|r| r.finish.is_none()) {
+            rngs[slot(row.handoff.author())].push(&mut row.sampler);
+        }
+        let [senior_side, junior_side] = sides;
+        let [senior_rngs, junior_rngs] = rngs;
+        let [senior_plan, junior_plan] = plans;
+        let sampling = &self.config.sampling;
+        let vocab = self.vocab;
+        let senior_step = || senior_side.step(prompts, g, senior_plan, senior_rngs, sampling, vocab);
+        let junior_step = || junior_side.step(prompts, g, junior_plan, junior_rngs, sampling, vocab);
+        let [senior_drawn, junior_drawn] = if self.config.concurrent {
+            std::thread::scope(|scope| {
+                let senior = scope.spawn(senior_step);
+                let junior = junior_step();
+                [senior.join().expect("senior thread panicked"), junior]
+            })
+        } else {
+            [senior_step(), junior_step()]
+        };
+        Ok([senior_drawn?, junior_drawn?])
+    }
+
+    /// Records what each model read, appends each row's drawn token, advances its
+    /// schedule and notes the rows that finished.
+    fn record(
+        &self,
+        rows: &mut [Row],
+        plans: &[Plan; 2],
+        drawn: [Vec<(TokenId, f32)>; 2],
+        finished: &mut Vec<usize>,
+    ) {
+        for (owner, plan) in [Owner::Senior, Owner::Junior].into_iter().zip(plans) {
+            for feed in &plan.feeds {
+                rows[feed.row].read[slot(owner)] = rows[feed.row].tokens.len();
+            }
+        }
+        for ((owner, plan), drawn) in [Owner::Senior, Owner::Junior].into_iter().zip(plans).zip(drawn) {
+            for (&i, (token, log_prob)) in plan.own.iter().zip(drawn) {
+                let row = &mut rows[i];
+                row.tokens.push(token);
+                row.owners.push(owner);
+                row.log_probs.push(log_prob);
+                row.finish = match row.handoff.after(token, self.classes) {
+                    Next::Stop(finish) => Some(finish),
+                    Next::Write(_) if row.tokens.len() >= self.config.max_new_tokens => Some(Finish::Length),
+                    Next::Write(_) => None,
+                };
+                if row.finish.is_some() {
+                    finished.push(i);
+                }
+            }
+        }
     }
 
     /// What `owner`'s model does in the next step: the live rows it writes and the

@@ -9,6 +9,15 @@ use crate::token::{Owner, TokenId};
 use crate::vocab::TokenClasses;
 use crate::{Error, Result};
 
+/// P(senior) of a draw unless told otherwise: the paper's even split (method.md §2).
+pub const P_SENIOR: f64 = 0.5;
+/// K, the word schedule's gap cap unless told otherwise (method.md §2).
+pub const MAX_GAP: usize = 32;
+
+/// What ends a run in a [`WordBoundary`]-style schedule: a class of tokens after which
+/// the author is drawn again.
+pub type Boundary = fn(&TokenClasses, TokenId) -> bool;
+
 fn draw(p_senior: f64, rng: &mut dyn RngCore) -> Owner {
     if rng.random_bool(p_senior) { Owner::Senior } else { Owner::Junior }
 }
@@ -17,13 +26,13 @@ fn check_probability(p: f64) -> Result<f64> {
     if (0.0..=1.0).contains(&p) {
         Ok(p)
     } else {
-        Err(Error::Config(format!("p_sen must be in [0, 1], got {p}")))
+        Err(Error::Config(format!("p_senior must be in [0, 1], got {p}")))
     }
 }
 
 /// One model writes everything: plain GRPO (senior) or the junior alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Solo {
     /// Who writes.
     pub owner: Owner,
@@ -91,17 +100,25 @@ impl WordBoundary {
         }
         Ok(Self { p_senior: check_probability(p_senior)?, max_gap })
     }
+
+    /// A row's state with the same draw and gap cap at another boundary: a fresh coin
+    /// after each token `boundary` marks (word starts in the paper's schedule), or after
+    /// `max_gap` tokens without a draw. Schedules at other granularities reuse it.
+    pub fn begin_at(&self, boundary: Boundary, rng: &mut dyn RngCore) -> Box<dyn HandoffState> {
+        Box::new(WordState { rule: *self, boundary, author: draw(self.p_senior, rng), gap: 0 })
+    }
 }
 
 impl Default for WordBoundary {
     fn default() -> Self {
-        Self { p_senior: 0.5, max_gap: 32 }
+        Self { p_senior: P_SENIOR, max_gap: MAX_GAP }
     }
 }
 
 #[derive(Debug)]
 struct WordState {
     rule: WordBoundary,
+    boundary: Boundary,
     author: Owner,
     gap: usize,
 }
@@ -111,7 +128,7 @@ impl HandoffSchedule for WordBoundary {
         "word"
     }
     fn begin(&self, rng: &mut dyn RngCore) -> Box<dyn HandoffState> {
-        Box::new(WordState { rule: *self, author: draw(self.p_senior, rng), gap: 0 })
+        self.begin_at(TokenClasses::is_word_start, rng)
     }
     fn validate(&self) -> Result<()> {
         Self::new(self.p_senior, self.max_gap).map(|_| ())
@@ -124,7 +141,7 @@ impl HandoffState for WordState {
     }
     fn after(&mut self, token: TokenId, classes: &TokenClasses, rng: &mut dyn RngCore) -> Next {
         self.gap += 1;
-        if classes.is_word_start(token) || self.gap >= self.rule.max_gap {
+        if (self.boundary)(classes, token) || self.gap >= self.rule.max_gap {
             self.author = draw(self.rule.p_senior, rng);
             self.gap = 0;
         }
@@ -134,9 +151,16 @@ impl HandoffState for WordState {
 
 /// Original tandem training: a fresh coin before every token.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct TokenBernoulli {
-    /// Probability that the senior writes a given token.
+    /// Probability that the senior writes a given token (default 0.5).
     pub p_senior: f64,
+}
+
+impl Default for TokenBernoulli {
+    fn default() -> Self {
+        Self { p_senior: P_SENIOR }
+    }
 }
 
 impl TokenBernoulli {

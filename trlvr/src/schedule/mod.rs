@@ -14,7 +14,7 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-pub use builtin::{Solo, StepAlternation, TokenBernoulli, WordBoundary};
+pub use builtin::{Boundary, MAX_GAP, P_SENIOR, Solo, StepAlternation, TokenBernoulli, WordBoundary};
 
 use crate::token::{Owner, TokenId};
 use crate::vocab::TokenClasses;

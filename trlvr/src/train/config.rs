@@ -79,7 +79,7 @@ pub struct TrainConfig {
     /// one thread each; 1 on other backends, which parallelise inside each op). Memory
     /// stays bounded by `micro_batch_rows`: the parts share its rows.
     pub lanes: usize,
-    /// Response cap in tokens (3000).
+    /// Response cap in tokens ([`MAX_NEW_TOKENS`](crate::rollout::MAX_NEW_TOKENS)).
     pub max_new_tokens: usize,
     /// Rollout sampling (T 0.6, no truncation); π_old and the loss use its temperature.
     pub sampling: Sampling,
@@ -155,7 +155,7 @@ impl Default for TrainConfig {
             mini_batch_prompts: 8,
             micro_batch_rows: 8,
             lanes: 0,
-            max_new_tokens: 3000,
+            max_new_tokens: crate::rollout::MAX_NEW_TOKENS,
             sampling: Sampling::training(),
             catch_up: CatchUp::default(),
             lr: 1e-6,

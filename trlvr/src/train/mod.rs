@@ -1,3 +1,6 @@
+//! Long: one training step reads as a single data flow beside the public types it fills;
+//! the update, config, checkpoints, run folders and SFT are split out.
+//!
 //! The trainer: GRPO on senior-written tokens, with tandem (TRLVR) or solo (GRPO,
 //! junior-KL) rollouts (method.md §2-4). Generic over the traits: any [`Policy`] as
 //! senior, any [`Partner`] as junior, any schedule, objective and verifier.
@@ -277,7 +280,7 @@ fn is_zero_f64(x: &f64) -> bool {
 
 /// A rollout kept for `samples.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Sample {
+pub struct StepSample {
     /// The step.
     pub step: usize,
     /// The reference answer.
@@ -316,7 +319,7 @@ pub struct StepOutput {
     /// The metrics line.
     pub metrics: StepMetrics,
     /// A few rollouts, marked by author.
-    pub samples: Vec<Sample>,
+    pub samples: Vec<StepSample>,
 }
 
 /// Trains a senior. See the [module docs](self).
@@ -547,12 +550,31 @@ impl<'a, P: Policy> Trainer<'a, P> {
             agree(ranks, &what, &weights_fingerprint(self.senior())?.to_le_bytes())?;
         }
 
-        let time = start.elapsed().as_secs_f64();
-        let cpu = cpu_start.elapsed();
+        let clock = StepClock { start, cpu_start, rollout_s: time_rollout, cpu_rollout };
+        let metrics = self.metrics(&c, step, &rows, report, lr, &clock);
+        let references: Vec<&String> = rollouts.iter().map(reference).collect();
+        let samples = self.samples(&c, step, &rollouts, &rewards, &references)?;
+        Ok(StepOutput { metrics, samples })
+    }
+
+    /// The step's figures for `metrics.jsonl`, from the rows of every rank and the update.
+    fn metrics(
+        &self,
+        c: &TrainConfig,
+        step: usize,
+        rows: &RowTable,
+        report: update::Report,
+        lr: f64,
+        clock: &StepClock,
+    ) -> StepMetrics {
+        let (time_rollout, cpu_rollout) = (clock.rollout_s, clock.cpu_rollout);
+        let time = clock.start.elapsed().as_secs_f64();
+        let cpu = clock.cpu_start.elapsed();
+        let ranks = self.collective;
         let n = rows.rewards.len() as f64;
         let tokens: usize = rows.lengths.iter().sum();
         let senior_tokens: usize = rows.senior_tokens.iter().sum();
-        let metrics = StepMetrics {
+        StepMetrics {
             step: step + 1,
             epoch: step * c.prompts_per_step / self.task.train.len() + 1,
             reward_mean: rows.rewards.iter().map(|&v| f64::from(v)).sum::<f64>() / n,
@@ -584,22 +606,33 @@ impl<'a, P: Policy> Trainer<'a, P> {
             reduced_bytes: if ranks.size() > 1 { report.reduced_bytes + rows.bytes } else { 0 },
             time_wait_s: report.time_wait,
             time_reduce_s: report.time_reduce,
-        };
-        let samples = rollouts
+        }
+    }
+
+    /// The first `samples_per_step` rollouts as text, with their rewards.
+    fn samples(
+        &self,
+        c: &TrainConfig,
+        step: usize,
+        rollouts: &[Rollout],
+        rewards: &[crate::verifier::Reward],
+        references: &[&String],
+    ) -> Result<Vec<StepSample>> {
+        rollouts
             .iter()
-            .zip(&rewards)
+            .zip(rewards)
+            .zip(references)
             .take(c.samples_per_step)
-            .map(|(r, reward)| {
-                Ok(Sample {
+            .map(|((r, reward), reference)| {
+                Ok(StepSample {
                     step: step + 1,
-                    reference: reference(r).clone(),
+                    reference: (*reference).clone(),
                     reward: reward.value,
                     reason: reward.reason.clone(),
                     text: marked_text(r, self.task.text)?,
                 })
             })
-            .collect::<Result<_>>()?;
-        Ok(StepOutput { metrics, samples })
+            .collect()
     }
 
     /// The senior alone on the validation problems: mean correctness of
@@ -720,6 +753,14 @@ fn mix(a: u64, b: u64) -> u64 {
 }
 
 /// Per-row figures of a step's rollouts on every rank, in the step's row order.
+/// Wall and process-CPU time of a step, split where its rollouts end.
+struct StepClock {
+    start: Instant,
+    cpu_start: ProcessTime,
+    rollout_s: f64,
+    cpu_rollout: std::time::Duration,
+}
+
 struct RowTable {
     /// The table's size in bytes.
     bytes: usize,

@@ -1,22 +1,27 @@
 //! The update half of a step: π_old, then PPO mini-batches of micro-batches, a global
 //! gradient-norm clip (after unscaling, when the loss is scaled) and an optimizer step
 //! per mini-batch.
+//!
+//! One micro-batch's objective batch and gradients are in `update/micro_batch.rs`, the
+//! passes over the whole model's gradients (zeros, sum over ranks, clip) in
+//! `update/gradients.rs`.
 
-use std::collections::HashSet;
+mod gradients;
+mod micro_batch;
+
 use std::time::Instant;
 
-use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
-use burn::prelude::*;
-use burn::tensor::DType;
 use rayon::prelude::*;
 
+use self::gradients::{sum_over_ranks, unscale_and_clip, zero_grads};
+pub use self::micro_batch::{MicroBatch, micro_batch_grads, objective_batch, sequences};
 use super::config::TrainConfig;
 use super::scaling::LossScale;
 use crate::collective::{Collective, all_gather};
-use crate::mask::{Normalizer, RolloutMasks};
+use crate::mask::Normalizer;
 use crate::model::{Partner, Policy};
-use crate::objective::{Metrics, Objective, ObjectiveBatch, host};
+use crate::objective::{Metrics, Objective, host};
 use crate::rollout::Rollout;
 use crate::token::{Owner, TokenBatch, TokenId};
 use crate::{Error, Result};
@@ -133,27 +138,10 @@ pub(super) fn run<P: Policy>(
             continue;
         }
         let scale = loss_scale.as_deref().map_or(1.0, |s| s.scale);
-        // No row carries loss (here, or on any rank): the gradient is zero, and AdamW still
-        // steps on it (its moments decay, weight decay moves the weights), as verl and TRL do.
-        let grads = if mini.micros.is_empty() {
-            Ok((zero_grads(&senior), Metrics::new()))
-        } else {
-            mini_batch_grads(c, &senior, objective, inputs, mini, scale, lanes)
-        };
+        let grads = mini_batch_or_zero_grads(c, &senior, objective, inputs, mini, scale, lanes);
         // Every rank's gradient summed (a rank without rows of its own adds zeros).
-        let summed = grads.and_then(|(mut grads, metrics)| {
-            if ranks.size() > 1 && mini.carrying > 0 {
-                // Waiting for the slowest rank, then the sum itself, timed apart.
-                let start = Instant::now();
-                ranks.barrier()?;
-                report.time_wait += start.elapsed().as_secs_f64();
-                let start = Instant::now();
-                let (sum, bytes) = sum_over_ranks(&senior, grads, ranks)?;
-                grads = sum;
-                report.reduced_bytes += bytes;
-                report.time_reduce += start.elapsed().as_secs_f64();
-            }
-            Ok((grads, metrics))
+        let summed = grads.and_then(|(grads, metrics)| {
+            Ok((sum_over_ranks_timed(&senior, grads, ranks, mini, &mut report)?, metrics))
         });
         let (grads, metrics) = match summed {
             Ok(done) => done,
@@ -163,12 +151,7 @@ pub(super) fn run<P: Policy>(
             Ok(done) => done,
             Err(e) => return Err((senior, e)),
         };
-        let proceed = match (loss_scale.as_deref_mut(), &c.loss_scaling) {
-            (Some(state), Some(scaling)) => state.record(norm, scaling.growth_interval),
-            _ if norm.is_finite() => Ok(true),
-            _ => Err(Error::NonFinite(format!("gradient norm is {norm}"))),
-        };
-        match proceed {
+        match proceed(c, loss_scale.as_deref_mut(), norm) {
             Ok(true) => {}
             Ok(false) => {
                 report.skipped += 1;
@@ -182,11 +165,7 @@ pub(super) fn run<P: Policy>(
             continue;
         }
         updates += 1;
-        report.grad_norm += norm;
-        report.rows += mini.carrying;
-        for (k, v) in metrics {
-            *totals.entry(k).or_default() += v;
-        }
+        tally(&mut report, &mut totals, mini, norm, metrics);
     }
     if ranks.size() > 1 {
         totals = match sum_metrics(ranks, &totals) {
@@ -194,6 +173,76 @@ pub(super) fn run<P: Policy>(
             Err(e) => return Err((senior, e)),
         };
     }
+    averages(&mut report, &totals, updates);
+    report.time_update = start.elapsed().as_secs_f64() - time_old;
+    Ok((senior, report))
+}
+
+/// A mini-batch's gradients (times `scale`) and metrics; zero gradients when no row
+/// carries loss (here, or on any rank): AdamW still steps on them (its moments decay,
+/// weight decay moves the weights), as verl and TRL do.
+fn mini_batch_or_zero_grads<P: Policy>(
+    c: &TrainConfig,
+    senior: &P,
+    objective: &dyn Objective,
+    inputs: &Inputs<'_>,
+    mini: &MiniBatch,
+    scale: f64,
+    lanes: usize,
+) -> Result<(GradientsParams, Metrics)> {
+    if mini.micros.is_empty() {
+        Ok((zero_grads(senior), Metrics::new()))
+    } else {
+        mini_batch_grads(c, senior, objective, inputs, mini, scale, lanes)
+    }
+}
+
+/// `grads` summed over ranks when there are several and the mini-batch carries loss,
+/// the wait for the slowest rank and the sum itself timed apart into `report`.
+fn sum_over_ranks_timed<P: Policy>(
+    senior: &P,
+    mut grads: GradientsParams,
+    ranks: &dyn Collective,
+    mini: &MiniBatch,
+    report: &mut Report,
+) -> Result<GradientsParams> {
+    if ranks.size() > 1 && mini.carrying > 0 {
+        // Waiting for the slowest rank, then the sum itself, timed apart.
+        let start = Instant::now();
+        ranks.barrier()?;
+        report.time_wait += start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        let (sum, bytes) = sum_over_ranks(senior, grads, ranks)?;
+        grads = sum;
+        report.reduced_bytes += bytes;
+        report.time_reduce += start.elapsed().as_secs_f64();
+    }
+    Ok(grads)
+}
+
+/// Whether the optimizer steps on gradients of norm `norm`: with loss scaling, as the
+/// scale's state says (false on an overflow); without, an error on a non-finite norm.
+fn proceed(c: &TrainConfig, loss_scale: Option<&mut LossScale>, norm: f64) -> Result<bool> {
+    match (loss_scale, &c.loss_scaling) {
+        (Some(state), Some(scaling)) => state.record(norm, scaling.growth_interval),
+        _ if norm.is_finite() => Ok(true),
+        _ => Err(Error::NonFinite(format!("gradient norm is {norm}"))),
+    }
+}
+
+/// Counts an update that carried loss: its gradient norm and rows into `report`, its
+/// metrics into `totals`.
+fn tally(report: &mut Report, totals: &mut Metrics, mini: &MiniBatch, norm: f64, metrics: Metrics) {
+    report.grad_norm += norm;
+    report.rows += mini.carrying;
+    for (k, v) in metrics {
+        *totals.entry(k).or_default() += v;
+    }
+}
+
+/// The report's means: gradient norm and loss per update, the other metrics (token-weighted
+/// sums, see `mini_batch_grads`) per senior token.
+fn averages(report: &mut Report, totals: &Metrics, updates: usize) {
     let per_update = updates.max(1) as f64;
     report.grad_norm /= per_update;
     report.loss = totals.get("loss").copied().unwrap_or(0.0) / per_update;
@@ -208,8 +257,6 @@ pub(super) fn run<P: Policy>(
         .filter(|(k, _)| !NAMED.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v / tokens))
         .collect();
-    report.time_update = start.elapsed().as_secs_f64() - time_old;
-    Ok((senior, report))
 }
 
 /// Mini-batches of `mini_batch_prompts` prompts (G rows each; this rank's share of each),
@@ -267,26 +314,6 @@ fn parts(rows: &[usize], micro_rows: usize, lanes: usize) -> Vec<Vec<usize>> {
             part.to_vec()
         })
         .collect()
-}
-
-/// The sum over ranks of every parameter's gradient (zero where a rank has none), in one
-/// flat host buffer, written back on the parameters' devices and dtypes; and the buffer's
-/// bytes.
-fn sum_over_ranks<M: Module>(
-    module: &M,
-    grads: GradientsParams,
-    ranks: &dyn Collective,
-) -> Result<(GradientsParams, usize)> {
-    let mut flat = Flatten { grads, seen: HashSet::new(), values: Vec::new(), error: None };
-    module.visit(&mut flat);
-    if let Some(e) = flat.error {
-        return Err(e);
-    }
-    let Flatten { grads, mut values, .. } = flat;
-    ranks.sum_f32(&mut values)?;
-    let mut back = Unflatten { grads, seen: HashSet::new(), values: &values, at: 0 };
-    module.visit(&mut back);
-    Ok((back.grads, 4 * values.len()))
 }
 
 /// Metric totals summed over ranks (each rank's keys, merged in rank order).
@@ -434,258 +461,6 @@ fn mini_batch_grads<P: Policy>(
         }
     }
     Ok((accumulator.grads(), metrics))
-}
-
-/// One micro-batch's rows and what the step computed for them, laid out as [`sequences`]
-/// lays out the rows (`[rows, width]` row-major).
-#[derive(Debug, Clone, Copy)]
-pub struct MicroBatch<'a> {
-    /// `(prompt, rollout)` of each row.
-    pub rows: &'a [(&'a [TokenId], &'a Rollout)],
-    /// One advantage per row.
-    pub advantages: &'a [f32],
-    /// π_old (`None`: the current log-probs, detached).
-    pub old: Option<&'a [f32]>,
-    /// The reference's (the junior's) log-probs, if the objective needs them.
-    pub reference: Option<&'a [f32]>,
-    /// The denominators of the mini-batch it belongs to.
-    pub normalizer: Normalizer,
-}
-
-/// One micro-batch's parameter gradients and the objective's metrics, as a training step
-/// computes them: the senior's log-probs of `rows` from each response's start
-/// ([`Policy::scored_from`]), the objective on a leaf holding their values (laid out as
-/// [`objective_batch`] does), and the leaf's gradient, times `loss_scale` (1 = off; see
-/// [`LossScaling`](super::LossScaling)), handed back to the senior, so a decoder keeps no
-/// vocabulary-wide tensor per position for backward.
-///
-/// # Errors
-/// Model and objective errors; [`Error::NonFinite`] for a NaN or infinite loss.
-pub fn micro_batch_grads<P: Policy>(
-    senior: &P,
-    objective: &dyn Objective,
-    temperature: f32,
-    micro: &MicroBatch<'_>,
-    loss_scale: f64,
-) -> Result<(GradientsParams, Metrics)> {
-    let (tokens, prompt_lengths) = token_rows(micro.rows)?;
-    let scored = senior.scored_from(&tokens, temperature, &prompt_lengths)?;
-    let leaf = scored.values.clone().require_grad();
-    let batch = batch_around(leaf.clone(), micro)?;
-    let out = objective.loss(&batch)?;
-    let loss = out.metrics.get("loss").copied().unwrap_or(f64::NAN);
-    if !loss.is_finite() {
-        return Err(Error::NonFinite(format!("loss is {loss}")));
-    }
-    // Every micro-batch row carries senior tokens under the loss mask: a loss that does
-    // not reach the log-probs is a broken objective, not a zero gradient to step on.
-    let unreached = || {
-        Error::Plugin(format!(
-            "objective `{}`: its loss does not depend on the log-probs, so no gradient reaches the senior",
-            objective.name()
-        ))
-    };
-    if !out.loss.is_tracked() {
-        return Err(unreached());
-    }
-    let mut upstream = leaf.grad(&out.loss.backward()).ok_or_else(unreached)?;
-    if loss_scale != 1.0 {
-        upstream = upstream * loss_scale;
-    }
-    let grads = scored.gradients(upstream, senior)?;
-    Ok((grads, out.metrics))
-}
-
-/// `prompt ++ response` of each `(prompt, rollout)` row, right-padded.
-///
-/// # Errors
-/// [`Error::Shape`] for no rows.
-pub fn sequences(rows: &[(&[TokenId], &Rollout)]) -> Result<TokenBatch> {
-    TokenBatch::new(rows.iter().map(|(p, r)| p.iter().chain(&r.tokens).copied().collect()).collect(), 0)
-}
-
-/// What the objective sees of `micro`: the senior's log-probs with gradients at
-/// `temperature`, scored from each response's start only (prompt slots are 0 and outside
-/// the loss mask, so the LM head never runs over the prompt), π_old, the reference, the
-/// advantages, the loss mask from each rollout's owners (junior tokens carry no loss) and
-/// the mini-batch's normalizer.
-///
-/// # Errors
-/// Model errors; [`Error::Shape`] if `old` or `reference` do not fit.
-pub fn objective_batch<P: Policy>(
-    senior: &P,
-    temperature: f32,
-    micro: &MicroBatch<'_>,
-) -> Result<ObjectiveBatch> {
-    let (tokens, prompt_lengths) = token_rows(micro.rows)?;
-    let log_probs = senior.log_probs_from(&tokens, temperature, &prompt_lengths)?;
-    batch_around(log_probs, micro)
-}
-
-/// The rows as [`sequences`] and where each response starts.
-fn token_rows(rows: &[(&[TokenId], &Rollout)]) -> Result<(TokenBatch, Vec<usize>)> {
-    Ok((sequences(rows)?, rows.iter().map(|(p, _)| p.len()).collect()))
-}
-
-/// [`objective_batch`] around given log-probs `[rows, width]` (with a graph, or a leaf).
-fn batch_around(log_probs: Tensor<2>, micro: &MicroBatch<'_>) -> Result<ObjectiveBatch> {
-    let MicroBatch { rows, advantages, old, reference, normalizer } = *micro;
-    let prompt_lengths: Vec<usize> = rows.iter().map(|(p, _)| p.len()).collect();
-    let device = log_probs.device();
-    let [n, width] = log_probs.dims();
-    let table = |v: &[f32]| {
-        if v.len() != n * width {
-            return Err(Error::Shape(format!("{} log-probs for [{n}, {width}]", v.len())));
-        }
-        Ok(Tensor::<2>::from_data(TensorData::new(v.to_vec(), [n, width]), (&device, DType::F32)))
-    };
-    let owners: Vec<Vec<Owner>> = rows.iter().map(|(_, r)| r.owners.clone()).collect();
-    let masks = RolloutMasks::new(&prompt_lengths, &owners, width, &device)?;
-    Ok(ObjectiveBatch {
-        old_log_probs: match old {
-            Some(old) => table(old)?,
-            None => log_probs.clone().detach(),
-        },
-        ref_log_probs: reference.map(table).transpose()?,
-        log_probs,
-        advantages: Tensor::from_data(TensorData::new(advantages.to_vec(), [n]), (&device, DType::F32)),
-        loss_mask: masks.loss_mask(),
-        normalizer,
-    })
-}
-
-/// Divides gradients formed at `loss_scale` by it and scales them all together so their
-/// global L2 norm is at most `max_norm` (0 = no clipping), in one pass; returns the
-/// unscaled norm before clipping, and the gradients untouched when it is not finite.
-/// Burn's own clipping works per tensor.
-fn unscale_and_clip<M: Module>(
-    module: &M,
-    mut grads: GradientsParams,
-    loss_scale: f64,
-    max_norm: f64,
-) -> Result<(GradientsParams, f64)> {
-    let mut squares = SquaredNorm { grads: &grads, seen: HashSet::new(), total: None };
-    module.visit(&mut squares);
-    let norm = match squares.total {
-        Some(total) => f64::from(host(total)?[0]).sqrt() / loss_scale,
-        None => 0.0,
-    };
-    if !norm.is_finite() {
-        return Ok((grads, norm));
-    }
-    let clip = if max_norm > 0.0 && norm > max_norm { max_norm / (norm + 1e-6) } else { 1.0 };
-    let factor = clip / loss_scale;
-    if factor != 1.0 {
-        module.visit(&mut Scale { grads: &mut grads, seen: HashSet::new(), factor });
-    }
-    Ok((grads, norm))
-}
-
-/// A zero gradient for every parameter that trains.
-fn zero_grads<M: Module>(module: &M) -> GradientsParams {
-    let mut zeros = Zeros { grads: GradientsParams::new(), seen: HashSet::new() };
-    module.visit(&mut zeros);
-    zeros.grads
-}
-
-struct Zeros {
-    grads: GradientsParams,
-    seen: HashSet<ParamId>,
-}
-
-impl ModuleVisitor for Zeros {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        let value = param.val();
-        if self.seen.insert(param.id) && value.is_require_grad() {
-            self.grads.register(param.id, value.inner().zeros_like());
-        }
-    }
-}
-
-/// Every trainable parameter's gradient (zero where absent) appended to one f32 buffer,
-/// in visiting order; the gradients are taken out.
-struct Flatten {
-    grads: GradientsParams,
-    seen: HashSet<ParamId>,
-    values: Vec<f32>,
-    error: Option<Error>,
-}
-
-impl ModuleVisitor for Flatten {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        let value = param.val();
-        if self.error.is_some() || !self.seen.insert(param.id) || !value.is_require_grad() {
-            return;
-        }
-        let grad = self.grads.remove::<D>(param.id).unwrap_or_else(|| value.inner().zeros_like());
-        match host(grad.cast(DType::F32)) {
-            Ok(values) => self.values.extend(values),
-            Err(e) => self.error = Some(e),
-        }
-    }
-}
-
-/// [`Flatten`] undone: each parameter's slice of the buffer as its gradient.
-struct Unflatten<'v> {
-    grads: GradientsParams,
-    seen: HashSet<ParamId>,
-    values: &'v [f32],
-    at: usize,
-}
-
-impl ModuleVisitor for Unflatten<'_> {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        let value = param.val();
-        if !self.seen.insert(param.id) || !value.is_require_grad() {
-            return;
-        }
-        let shape = value.shape();
-        let n = shape.num_elements();
-        let data = TensorData::new(self.values[self.at..self.at + n].to_vec(), shape);
-        self.at += n;
-        let inner = value.inner();
-        let grad = Tensor::<D>::from_data(data, (&inner.device(), DType::F32)).cast(inner.dtype());
-        self.grads.register(param.id, grad);
-    }
-}
-
-struct SquaredNorm<'g> {
-    grads: &'g GradientsParams,
-    seen: HashSet<ParamId>,
-    total: Option<Tensor<1>>,
-}
-
-impl ModuleVisitor for SquaredNorm<'_> {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        if !self.seen.insert(param.id) {
-            return;
-        }
-        if let Some(grad) = self.grads.get::<D>(param.id) {
-            // Summed in f32 whatever the weights' dtype.
-            let squares = grad.cast(DType::F32).square().sum();
-            self.total = Some(match self.total.take() {
-                Some(total) => total + squares,
-                None => squares,
-            });
-        }
-    }
-}
-
-struct Scale<'g> {
-    grads: &'g mut GradientsParams,
-    seen: HashSet<ParamId>,
-    factor: f64,
-}
-
-impl ModuleVisitor for Scale<'_> {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        if !self.seen.insert(param.id) {
-            return;
-        }
-        if let Some(grad) = self.grads.remove::<D>(param.id) {
-            self.grads.register(param.id, grad * self.factor);
-        }
-    }
 }
 
 #[cfg(test)]

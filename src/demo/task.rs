@@ -26,11 +26,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-pub use crate::data::arithmetic::Split;
-use crate::token::TokenId;
-use crate::verifier::{Reward, Verifier};
-use crate::vocab::TokenClasses;
-use crate::{Error, Result};
+pub use trlvr::data::arithmetic::Split;
+use trlvr::token::TokenId;
+use trlvr::verifier::{Reward, Verifier};
+use trlvr::vocab::TokenClasses;
+use trlvr::{Error, Result};
 
 /// The end-of-sequence id (also the padding id).
 pub const EOS: TokenId = 0;
@@ -170,7 +170,7 @@ impl SumTask {
 
     /// The split `problem` belongs to: by an FNV-1a hash of its numbers.
     pub fn split_of(&self, problem: &Problem) -> Split {
-        let hash = crate::data::fnv1a(problem.terms.iter().flat_map(|&t| (t as u32).to_le_bytes()));
+        let hash = trlvr::data::fnv1a(problem.terms.iter().flat_map(|&t| (t as u32).to_le_bytes()));
         // The top bits: FNV's low bits mix poorly.
         if (hash >> 32) % self.held_out_every == 0 { Split::Validation } else { Split::Train }
     }
@@ -236,12 +236,6 @@ impl SumTask {
             .map(|_| if rng.random_bool(p_shorthand) { Notation::Shorthand } else { Notation::Plain })
             .collect();
         self.chain(problem, &notations)
-    }
-
-    /// The longest correct response, in tokens (all plain, most terms); it may exceed
-    /// [`Self::max_new_tokens`].
-    pub fn max_chain_tokens(&self) -> usize {
-        chain_tokens(self.max_terms, 0)
     }
 
     /// The verifier of this task (the reward includes the length cost).
@@ -315,7 +309,10 @@ mod tests {
             assert!(rs.value > rp.value, "the length cost favours shorthand");
             assert_eq!(notation_counts(&plain), (problem.terms.len() - 1, 0));
             assert_eq!(notation_counts(&short), (0, problem.terms.len() - 1));
-            assert!(plain.len() <= task.max_chain_tokens());
+            assert!(
+                plain.len() <= chain_tokens(task.max_terms, 0),
+                "no chain is longer than the longest plain one"
+            );
             assert_eq!(plain.len(), chain_tokens(problem.terms.len(), 0));
             assert_eq!(short.len(), chain_tokens(problem.terms.len(), problem.terms.len() - 1));
         }

@@ -1,0 +1,37 @@
+//! The float precision of the commands' `--dtype` and of recipes: below the model loader
+//! and the option groups, which both name it.
+
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+/// A float precision of the commands' `--dtype` (and of recipes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// 32-bit floats.
+    F32,
+    /// bfloat16.
+    Bf16,
+    /// IEEE half.
+    F16,
+}
+
+impl Precision {
+    /// The spelling on the command line and in recipes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::Bf16 => "bf16",
+            Precision::F16 => "f16",
+        }
+    }
+
+    /// Burn's dtype.
+    pub fn dtype(self) -> burn::tensor::DType {
+        match self {
+            Precision::F32 => burn::tensor::DType::F32,
+            Precision::Bf16 => burn::tensor::DType::BF16,
+            Precision::F16 => burn::tensor::DType::F16,
+        }
+    }
+}
