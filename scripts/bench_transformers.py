@@ -3,7 +3,8 @@ in PyTorch + transformers on the CPU (2 threads).
 
 Random-init models from configs (a tiny Qwen3 and a SmolLM2-135M-shaped Llama); per
 case, one forward over `batch` prompts of 128 tokens (prefill), then 64 greedy steps of
-one token per row through `past_key_values`, argmax on the host. Prints a markdown
+one token per row through `past_key_values`, argmax on the host; each case run REPEATS
+times, the median rates kept, as the Rust bench does. Prints a markdown
 table and, with `--json PATH`, writes `{case: {"prefill": tok/s, "decode": tok/s}}` for
 the Rust bench's `TRLVR_BENCH_REFERENCE`.
 
@@ -13,6 +14,7 @@ the Rust bench's `TRLVR_BENCH_REFERENCE`.
 import argparse
 import inspect
 import json
+import statistics
 import time
 
 import torch
@@ -20,6 +22,7 @@ from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCau
 
 PROMPT = 128
 STEPS = 64
+REPEATS = 5
 
 
 def tiny_qwen3():
@@ -88,7 +91,9 @@ def main():
         with torch.inference_mode():
             model(input_ids=torch.tensor([[1, 2, 3, 4]]))  # warm up
         for case, batch in cases:
-            prefill, decode = run(model, batch)
+            runs = [run(model, batch) for _ in range(REPEATS)]
+            prefill = statistics.median(r[0] for r in runs)
+            decode = statistics.median(r[1] for r in runs)
             results[case] = {"prefill": prefill, "decode": decode}
             print(f"| {case} | {prefill:.0f} | {decode:.1f} |", flush=True)
     if args.json:

@@ -2,8 +2,10 @@
 //!
 //! Two randomly initialised shapes: a tiny Qwen3 and a SmolLM2-135M-shaped Llama. For
 //! each, at batch 1 and batch 8: `start` on 128-token prompts (prefill), then 64 steps
-//! of `extend` with one token per row, the next token picked by argmax on the host.
-//! Prints a markdown table. `scripts/bench_transformers.py` does the same with PyTorch;
+//! of `extend` with one token per row, the next token picked by argmax on the host; each
+//! case run [`REPEATS`] times, its median rates printed (one prefill of 128 tokens is a
+//! fraction of a second, and a single one moved by a third between runs). Prints a
+//! markdown table. `scripts/bench_transformers.py` does the same with PyTorch;
 //! pass its JSON output as `TRLVR_BENCH_REFERENCE=path` to add ratio columns.
 //!
 //! The models decode as trlvr's frozen copies do, their projections in the decode layout
@@ -23,6 +25,8 @@ use trlvr_models::{Decoder, ModelConfig};
 
 const PROMPT: usize = 128;
 const STEPS: usize = 64;
+/// Runs of each case; the table gives the median prefill and decode rates.
+const REPEATS: usize = 5;
 
 fn tiny_qwen3() -> ModelConfig {
     serde_json::from_str(
@@ -84,6 +88,16 @@ fn run(model: &Decoder, batch: usize) -> (f64, f64) {
     }
     let decode = started.elapsed().as_secs_f64();
     ((batch * PROMPT) as f64 / prefill, (batch * STEPS) as f64 / decode)
+}
+
+/// The median prefill and decode rates of [`REPEATS`] runs.
+fn median_run(model: &Decoder, batch: usize) -> (f64, f64) {
+    let (mut prefill, mut decode): (Vec<f64>, Vec<f64>) = (0..REPEATS).map(|_| run(model, batch)).unzip();
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    (median(&mut prefill), median(&mut decode))
 }
 
 /// Prints the prefill rate of 8 prompts of `PROMPT` tokens, over 6 repeats after a
@@ -332,7 +346,7 @@ fn main() {
             println!("| {name} b8 odd rows only | - | {odd:.1} | - | - |");
         }
         for (case, batch) in cases {
-            let (prefill, decode) = run(&model, batch);
+            let (prefill, decode) = median_run(&model, batch);
             let ratio = |key: &str, ours: f64| {
                 reference
                     .as_ref()
