@@ -6,6 +6,7 @@
 //! block rather than keeping `O(t²)` probabilities.
 
 mod blocked;
+mod decode;
 
 use burn::nn::{Linear, RmsNorm};
 use burn::prelude::*;

@@ -298,6 +298,12 @@ impl CausalMask {
         self.new
     }
 
+    /// Key slots query `i` of row `row` sees: its cached tokens and the new ones up to
+    /// itself.
+    pub fn visible_to(&self, row: usize, i: usize) -> usize {
+        self.past[row] + i + 1
+    }
+
     /// Key slots.
     pub fn width(&self) -> usize {
         self.width

@@ -27,6 +27,10 @@ use crate::cache::CausalMask;
 /// grows linearly with length.
 pub const QUERY_BLOCK: usize = 256;
 
+/// New tokens per row up to which a pass (not autodiff) takes [`super::decode::attend`]:
+/// decode steps and a tandem handoff's catch-up of a few tokens.
+const DECODE_QUERIES: usize = 8;
+
 /// Causal softmax attention computed `block` queries at a time, each block over only the
 /// keys some of its queries can see; every block is the exact softmax of its rows, so
 /// values and gradients equal those of one `[t, width]` score matrix.
@@ -65,6 +69,11 @@ pub fn attend(
     if t <= block {
         let s = keys.dims()[2];
         let q = q.reshape([b, kvh, g * t, hd]);
+        if t <= DECODE_QUERIES
+            && let Some(out) = super::decode::attend(&q, &keys, &values, mask)
+        {
+            return out.reshape([b, h, t, hd]);
+        }
         let hidden = mask.block(0..t, s, &device).expand([b, kvh, g * t, s]);
         let scores = q.matmul(keys.swap_dims(2, 3)).mask_fill(hidden, f32::NEG_INFINITY);
         return probabilities(scores, values.dtype()).matmul(values).reshape([b, h, t, hd]);
