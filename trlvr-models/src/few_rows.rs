@@ -15,7 +15,7 @@
 pub(crate) const MAX_ROWS: usize = 32;
 
 #[cfg(feature = "flex")]
-pub(crate) use cpu::{decode_layout, in_decode_layout, project};
+pub(crate) use cpu::{decode_layout, flex_f32, in_decode_layout, project};
 #[cfg(not(feature = "flex"))]
 pub(crate) use none::{decode_layout, in_decode_layout, project};
 
@@ -82,7 +82,7 @@ mod cpu {
     }
 
     /// The flex primitive of an f32 tensor outside autodiff.
-    fn flex_f32<const D: usize>(t: &Tensor<D>) -> Option<FlexTensor> {
+    pub(crate) fn flex_f32<const D: usize>(t: &Tensor<D>) -> Option<FlexTensor> {
         if t.dtype() != DType::F32 {
             return None;
         }

@@ -17,11 +17,12 @@ mod cpu {
     use burn::backend::Flex;
     use burn::backend::flex::FlexTensor;
     use burn::prelude::*;
-    use burn::tensor::{DType, TensorData};
+    use burn::tensor::TensorData;
     use pulp::{Arch, Simd, WithSimd};
     use rayon::prelude::*;
 
     use crate::cache::CausalMask;
+    use crate::few_rows::flex_f32;
 
     /// `softmax(q · keysᵀ, hidden masked) · values` for untracked f32 tensors on flex;
     /// `None` otherwise.
@@ -51,13 +52,6 @@ mod cpu {
             Arch::new().dispatch(Head { q, keys, values, out, hd, seen: &seen });
         });
         Some(Tensor::from_primitive::<Flex>(FlexTensor::from_data(TensorData::new(out, [b, kvh, rows, hd]))))
-    }
-
-    fn flex_f32(t: &Tensor<4>) -> Option<FlexTensor> {
-        if t.dtype() != DType::F32 {
-            return None;
-        }
-        t.clone().try_into_primitive::<Flex>().ok()
     }
 
     /// `t` with each `[s, hd]` matrix stored row after row (a cache's view already is).
