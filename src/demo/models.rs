@@ -81,13 +81,14 @@ pub struct Models {
 /// The code that trains a demo model, hashed into its cache key: a change to any of it
 /// (the SFT loop, the task, the decoder, a dependency's version) trains the model again
 /// instead of silently reusing one trained by other code.
-const TRAINING_CODE: [&str; 10] = [
+const TRAINING_CODE: [&str; 11] = [
     include_str!("models.rs"),
     include_str!("../../trlvr/src/train/sft.rs"),
     include_str!("task.rs"),
     include_str!("../../trlvr-models/src/decoder.rs"),
     include_str!("../../trlvr-models/src/attention.rs"),
     include_str!("../../trlvr-models/src/attention/blocked.rs"),
+    include_str!("../../trlvr-models/src/fused.rs"),
     include_str!("../../trlvr-models/src/layers.rs"),
     include_str!("../../trlvr-models/src/packing.rs"),
     include_str!("../../trlvr-models/src/rope.rs"),

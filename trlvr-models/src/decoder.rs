@@ -11,7 +11,6 @@ use burn::module::Param;
 use burn::nn::{Embedding, EmbeddingConfig, Linear, LinearConfig, RmsNorm, RmsNormConfig};
 use burn::prelude::*;
 use burn::tensor::DType;
-use burn::tensor::activation::silu;
 
 use crate::attention::{Attention, QUERY_BLOCK};
 use crate::cache::{CausalMask, KvCache};
@@ -130,7 +129,10 @@ impl Mlp {
     /// # Shapes
     /// - `x`: `[batch, seq, hidden]` -> `[batch, seq, hidden]`
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        linear(&self.down_proj, silu(linear(&self.gate_proj, x.clone())) * linear(&self.up_proj, x))
+        linear(
+            &self.down_proj,
+            crate::fused::swiglu(linear(&self.gate_proj, x.clone()), linear(&self.up_proj, x)),
+        )
     }
 }
 

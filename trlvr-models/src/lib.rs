@@ -12,6 +12,7 @@
 //! | the module and its forward pass | [`decoder`] |
 //! | grouped-query attention; its blocked kernel's backward recomputes each block | [`attention`] |
 //! | linear layers and RMSNorm in the compute dtype, oriented for few rows | `layers.rs` |
+//! | the softmax and SwiGLU as single autodiff operations (no exps recomputed) | `fused.rs` |
 //! | the real tokens of right-padded rows, without the padding | [`packing`] |
 //! | the few-row products of a decode step on the CPU | `few_rows.rs` ([`Decoder::with_decode_layout`]) |
 //! | per-layer activation checkpointing in training | `checkpointing.rs` ([`Decoder::with_layer_checkpointing`]) |
@@ -69,6 +70,7 @@ pub mod config;
 pub mod decoder;
 mod error;
 mod few_rows;
+mod fused;
 pub mod generation;
 pub mod gguf;
 mod layers;

@@ -17,7 +17,6 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Backend, Dispatch, DispatchKindConversion, DispatchTensor, backend_extension};
 use burn::prelude::*;
-use burn::tensor::activation::softmax;
 use burn::tensor::{BackendPrimitive, DType, Float};
 
 use crate::cache::CausalMask;
@@ -85,7 +84,7 @@ pub fn attend(
 /// probabilities) and handed back in `dtype` for the product with the values. With f32
 /// weights both casts are no-ops.
 fn probabilities(scores: Tensor<4>, dtype: DType) -> Tensor<4> {
-    softmax(scores.cast(DType::F32), 3).cast(dtype)
+    crate::fused::softmax(scores.cast(DType::F32)).cast(dtype)
 }
 
 /// How the queries are cut: the mask and the queries per block. Host data only, so the
@@ -152,17 +151,24 @@ fn blocked(
         .map(|(rows, s)| {
             let n = rows.len();
             let scores = blocks.scores(&q, &keys, rows, s);
-            let lse = lse.then(|| {
-                let max = scores.clone().max_dim(3);
-                (max.clone() + (scores.clone() - max).exp().sum_dim(3).log()).reshape([b, kvh, g, n, 1])
-            });
+            let p = probabilities(scores.clone(), DType::F32);
+            // The row's largest probability is exp(0) / Σ exp(s − max): the log-sum-exp
+            // is read off the softmax, not computed with a second pass of exps.
+            let lse =
+                lse.then(|| (scores.max_dim(3) - p.clone().max_dim(3).log()).reshape([b, kvh, g, n, 1]));
             let v = values.clone().slice([0..b, 0..kvh, 0..s, 0..hd]);
-            let out = probabilities(scores, v.dtype()).matmul(v).reshape([b, kvh, g, n, hd]);
+            let out = p.cast(v.dtype()).matmul(v).reshape([b, kvh, g, n, hd]);
             (out, lse)
         })
         .unzip();
-    let lse = lses.into_iter().collect::<Option<Vec<_>>>().map(|l| Tensor::cat(l, 3));
-    (Tensor::cat(outs, 3).reshape([b, h, t, hd]), lse)
+    let lse = lses.into_iter().collect::<Option<Vec<_>>>().map(cat_rows);
+    (cat_rows(outs).reshape([b, h, t, hd]), lse)
+}
+
+/// The blocks' rows joined along the query axis; one block is returned as it is (a
+/// concatenation would copy it).
+fn cat_rows(mut blocks: Vec<Tensor<5>>) -> Tensor<5> {
+    if blocks.len() == 1 { blocks.pop().expect("one block") } else { Tensor::cat(blocks, 3) }
 }
 
 /// Gradients of the queries, keys and values given the output's gradient `grad`,
@@ -180,8 +186,17 @@ fn backward(state: &State<Tensor<4>, Tensor<5>>, grad: Tensor<4>) -> [Tensor<4>;
     let d_out = f32(&grad).reshape([b, kvh, g, t, hd]);
     let delta = (d_out.clone() * f32(&state.out).reshape([b, kvh, g, t, hd])).sum_dim(4);
     let device = q5.device();
-    let zeros = || Tensor::<4>::zeros([b, kvh, width, hd], (&device, DType::F32));
-    let (mut d_keys, mut d_values) = (zeros(), zeros());
+    // A block's share of dK or dV added into the keys it saw; the first block that sees
+    // every key (a short sequence's only block) is the sum itself: no zeros, no copy.
+    let add = |sum: Option<Tensor<4>>, share: Tensor<4>, s: usize| {
+        let at = [0..b, 0..kvh, 0..s, 0..hd];
+        match sum {
+            None if s == width => share,
+            None => Tensor::<4>::zeros([b, kvh, width, hd], (&device, DType::F32)).slice_assign(at, share),
+            Some(sum) => sum.clone().slice_assign(at.clone(), sum.slice(at) + share),
+        }
+    };
+    let (mut d_keys, mut d_values) = (None, None);
     let mut d_q = Vec::new();
     for (rows, s) in state.blocks.ranges() {
         let n = rows.len();
@@ -193,17 +208,13 @@ fn backward(state: &State<Tensor<4>, Tensor<5>>, grad: Tensor<4>) -> [Tensor<4>;
         let v = values.clone().slice([0..b, 0..kvh, 0..s, 0..hd]);
         let delta = fold(&delta, rows.clone());
         let d_s = p.clone() * (d_o.clone().matmul(v.swap_dims(2, 3)) - delta);
-        let at = [0..b, 0..kvh, 0..s, 0..hd];
-        d_values = d_values
-            .clone()
-            .slice_assign(at.clone(), d_values.slice(at.clone()) + p.swap_dims(2, 3).matmul(d_o));
-        d_keys = d_keys.clone().slice_assign(
-            at.clone(),
-            d_keys.slice(at) + d_s.clone().swap_dims(2, 3).matmul(fold(&q5, rows.clone())),
-        );
+        d_values = Some(add(d_values, p.swap_dims(2, 3).matmul(d_o), s));
+        d_keys = Some(add(d_keys, d_s.clone().swap_dims(2, 3).matmul(fold(&q5, rows.clone())), s));
         d_q.push(d_s.matmul(k).reshape([b, kvh, g, n, hd]));
     }
-    let d_q = Tensor::cat(d_q, 3).reshape([b, h, t, hd]);
+    let zeros = || Tensor::<4>::zeros([b, kvh, width, hd], (&device, DType::F32));
+    let (d_keys, d_values) = (d_keys.unwrap_or_else(zeros), d_values.unwrap_or_else(zeros));
+    let d_q = cat_rows(d_q).reshape([b, h, t, hd]);
     [d_q.cast(state.q.dtype()), d_keys.cast(state.keys.dtype()), d_values.cast(state.values.dtype())]
 }
 

@@ -1,0 +1,253 @@
+//! The attention's softmax and the MLP's SwiGLU as single autodiff operations.
+//!
+//! Burn 0.22's autodiff runs a softmax as five tracked ops (max, subtract, exp, sum,
+//! divide) and SwiGLU as a sigmoid and two products, and its `exp` and `sigmoid` backward
+//! compute their exps a second time. On a small model's training step those passes over
+//! memory, and the exps (a scalar `expf` per element on flex), take much of the time.
+//! Here each is one operation: its forward is the backend's own inference computation
+//! (flex's fused softmax; `silu(gate) * up`), so a tracked forward equals an untracked one
+//! bit for bit, and its backward reuses what the forward kept instead of recomputing exps:
+//!
+//! - softmax `p`: `dx = p ⊙ (dp − rowsum(dp ⊙ p))`, keeping `p` (Burn keeps its input,
+//!   its exps and their sum);
+//! - SwiGLU `y = silu(g) ⊙ u` with `s = σ(g)`: `du = dy ⊙ silu(g)`,
+//!   `dg = dy ⊙ u ⊙ (s + silu(g) ⊙ (1 − s))`, keeping `u`, `s` and `silu(g)` (Burn keeps
+//!   `g` twice, `s`, `silu(g)` and `u`).
+
+use burn::backend::autodiff::Autodiff;
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{Backend, Dispatch, DispatchKindConversion, DispatchTensor, backend_extension};
+use burn::prelude::*;
+use burn::tensor::activation::{sigmoid, silu};
+use burn::tensor::{BackendPrimitive, Float};
+
+/// Softmax over the last axis of `x`, `[batch, heads, rows, keys]`. Untracked tensors
+/// take the backend's softmax too (on an autodiff device Burn would decompose it), so a
+/// row's probabilities do not depend on whether gradients are being taken.
+pub(crate) fn softmax(x: Tensor<4>) -> Tensor<4> {
+    Tensor::from_dispatch(<Dispatch as Fused>::fused_softmax(x.into_dispatch()))
+}
+
+/// `silu(gate) ⊙ up`, `[batch, seq, intermediate]` each.
+pub(crate) fn swiglu(gate: Tensor<3>, up: Tensor<3>) -> Tensor<3> {
+    Tensor::from_dispatch(<Dispatch as Fused>::fused_swiglu(gate.into_dispatch(), up.into_dispatch()))
+}
+
+#[allow(deprecated)] // the generated LibTorch arm: burn-tch is deprecated in Burn 0.22
+mod op {
+    use super::{Backend, FloatTensor, backend_extension};
+
+    /// The two operations as backend operations, so their backward can be written by hand.
+    #[backend_extension(
+        Flex: cfg(feature = "flex"),
+        LibTorch: cfg(feature = "tch"),
+        Cube: cfg(feature = "cuda"),
+        Autodiff
+    )]
+    pub trait Fused: Backend {
+        /// [`softmax`](super::softmax) of a rank-4 tensor.
+        fn fused_softmax(x: FloatTensor<Self>) -> FloatTensor<Self>;
+        /// [`swiglu`](super::swiglu) of two rank-3 tensors.
+        fn fused_swiglu(gate: FloatTensor<Self>, up: FloatTensor<Self>) -> FloatTensor<Self>;
+    }
+}
+
+use op::Fused;
+
+/// A backend primitive as a tensor of the high-level API (on that backend's device,
+/// outside autodiff), and back.
+fn wrap<B: Backend, const D: usize>(x: FloatTensor<B>) -> Tensor<D>
+where
+    Float: BackendPrimitive<B, Primitive = FloatTensor<B>>,
+    DispatchTensor: DispatchKindConversion<B>,
+{
+    Tensor::from_primitive::<B>(x)
+}
+
+fn unwrap<B: Backend, const D: usize>(x: Tensor<D>) -> FloatTensor<B>
+where
+    Float: BackendPrimitive<B, Primitive = FloatTensor<B>>,
+    DispatchTensor: DispatchKindConversion<B>,
+{
+    x.try_into_primitive::<B>().expect("the tensor stays on its backend")
+}
+
+macro_rules! forward_only {
+    ($($backend:ty: $feature:literal),*) => {$(
+        #[cfg(feature = $feature)]
+        #[allow(deprecated)] // burn-tch is deprecated in Burn 0.22; LibTorch stays an option here
+        impl Fused for $backend {
+            fn fused_softmax(x: FloatTensor<Self>) -> FloatTensor<Self> {
+                unwrap::<Self, 4>(burn::tensor::activation::softmax(wrap::<Self, 4>(x), 3))
+            }
+            fn fused_swiglu(gate: FloatTensor<Self>, up: FloatTensor<Self>) -> FloatTensor<Self> {
+                unwrap::<Self, 3>(silu(wrap::<Self, 3>(gate)) * wrap::<Self, 3>(up))
+            }
+        }
+    )*};
+}
+
+forward_only!(burn::backend::Flex: "flex", burn::backend::LibTorch: "tch", burn::backend::Cube: "cuda");
+
+#[derive(Debug)]
+struct SoftmaxBackward;
+
+impl<B: Backend> Backward<B, 1> for SoftmaxBackward
+where
+    Float: BackendPrimitive<B, Primitive = FloatTensor<B>>,
+    DispatchTensor: DispatchKindConversion<B>,
+{
+    /// The probabilities.
+    type State = FloatTensor<B>;
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let d_p = wrap::<B, 4>(grads.consume::<B>(&ops.node));
+        let p = wrap::<B, 4>(ops.state);
+        let [parent] = ops.parents;
+        if let Some(node) = parent {
+            let dot = (d_p.clone() * p.clone()).sum_dim(3);
+            grads.register::<B>(node.id, unwrap::<B, 4>(p * (d_p - dot)));
+        }
+    }
+}
+
+#[derive(Debug)]
+struct SwigluBackward;
+
+/// What SwiGLU's backward keeps: `up`, `σ(gate)` and `silu(gate)`.
+#[derive(Clone, Debug)]
+struct SwigluState<T> {
+    up: T,
+    sigmoid: T,
+    silu: T,
+}
+
+impl<B: Backend> Backward<B, 2> for SwigluBackward
+where
+    Float: BackendPrimitive<B, Primitive = FloatTensor<B>>,
+    DispatchTensor: DispatchKindConversion<B>,
+{
+    type State = SwigluState<FloatTensor<B>>;
+
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let d_y = wrap::<B, 3>(grads.consume::<B>(&ops.node));
+        let (up, s, silu) =
+            (wrap::<B, 3>(ops.state.up), wrap::<B, 3>(ops.state.sigmoid), wrap::<B, 3>(ops.state.silu));
+        let [gate_node, up_node] = ops.parents;
+        if let Some(node) = gate_node {
+            let slope = s.clone() + silu.clone() * s.neg().add_scalar(1.0);
+            grads.register::<B>(node.id, unwrap::<B, 3>(d_y.clone() * up * slope));
+        }
+        if let Some(node) = up_node {
+            grads.register::<B>(node.id, unwrap::<B, 3>(d_y * silu));
+        }
+    }
+}
+
+impl<B, C> Fused for Autodiff<B, C>
+where
+    B: Backend + Fused,
+    C: CheckpointStrategy,
+    Float: BackendPrimitive<B, Primitive = FloatTensor<B>>,
+    DispatchTensor: DispatchKindConversion<B>,
+{
+    fn fused_softmax(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        match SoftmaxBackward.prepare::<C>([x.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let p = B::fused_softmax(x.primitive().clone());
+                prep.finish(p.clone(), p)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::fused_softmax(x.into_primitive())),
+        }
+    }
+
+    fn fused_swiglu(gate: FloatTensor<Self>, up: FloatTensor<Self>) -> FloatTensor<Self> {
+        match SwigluBackward.prepare::<C>([gate.node(), up.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let g = wrap::<B, 3>(gate.primitive().clone());
+                let u = wrap::<B, 3>(up.primitive().clone());
+                // `silu` is `g · σ(g)`: the same ops as the untracked forward.
+                let s = sigmoid(g.clone());
+                let silu = g * s.clone();
+                let y = unwrap::<B, 3>(silu.clone() * u.clone());
+                let state = SwigluState {
+                    up: unwrap::<B, 3>(u),
+                    sigmoid: unwrap::<B, 3>(s),
+                    silu: unwrap::<B, 3>(silu),
+                };
+                prep.finish(state, y)
+            }
+            OpsKind::UnTracked(prep) => {
+                prep.finish(B::fused_swiglu(gate.into_primitive(), up.into_primitive()))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::Distribution;
+
+    fn values<const D: usize>(x: Tensor<D>) -> Vec<f32> {
+        x.into_data().try_to_vec::<f32>().unwrap()
+    }
+
+    fn worst(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    }
+
+    /// `x` on the autodiff device, tracked.
+    fn tracked<const D: usize>(x: &Tensor<D>) -> Tensor<D> {
+        Tensor::from_data(x.to_data(), &Device::flex().autodiff()).require_grad()
+    }
+
+    /// Values and gradients equal Burn's own ops; the tracked forward equals flex's
+    /// softmax bit for bit; masked entries (−∞) get probability and gradient 0.
+    #[test]
+    fn softmax_equals_burns_ops() {
+        let device = Device::flex();
+        let x = Tensor::<4>::random([2, 3, 5, 7], Distribution::Normal(0.0, 2.0), &device);
+        let hidden = Tensor::<1, Int>::arange(0..7, &device).reshape([1, 1, 1, 7]).greater_elem(4);
+        let x = x.mask_fill(hidden.expand([2, 3, 5, 7]), f32::NEG_INFINITY);
+        let w = Tensor::<4>::random([2, 3, 5, 7], Distribution::Normal(0.0, 1.0), &device);
+        let run = |fused: bool| {
+            let x = tracked(&x);
+            let p = if fused { softmax(x.clone()) } else { burn::tensor::activation::softmax(x.clone(), 3) };
+            let grads = (p.clone() * tracked(&w).detach()).sum().backward();
+            (values(p), values(x.grad(&grads).unwrap()))
+        };
+        let ((p, dx), (p_ref, dx_ref)) = (run(true), run(false));
+        assert_eq!(p, values(burn::tensor::activation::softmax(x.clone(), 3)));
+        assert_eq!(p, values(softmax(tracked(&x).detach())), "untracked on the autodiff device");
+        assert!(worst(&p, &p_ref) < 1e-6, "{}", worst(&p, &p_ref));
+        assert!(worst(&dx, &dx_ref) < 1e-5, "{}", worst(&dx, &dx_ref));
+        let masked: Vec<f32> = dx.chunks(7).flat_map(|row| row[5..].to_vec()).collect();
+        assert!(masked.iter().all(|d| *d == 0.0), "{masked:?}");
+    }
+
+    /// Values and gradients equal `silu(gate) * up` through Burn's autodiff, the forward
+    /// bit for bit.
+    #[test]
+    fn swiglu_equals_burns_ops() {
+        let device = Device::flex();
+        let gate = Tensor::<3>::random([2, 4, 6], Distribution::Normal(0.0, 3.0), &device);
+        let up = Tensor::<3>::random([2, 4, 6], Distribution::Normal(0.0, 1.0), &device);
+        let w = Tensor::<3>::random([2, 4, 6], Distribution::Normal(0.0, 1.0), &device);
+        let run = |fused: bool| {
+            let (g, u) = (tracked(&gate), tracked(&up));
+            let y = if fused { swiglu(g.clone(), u.clone()) } else { silu(g.clone()) * u.clone() };
+            let grads = (y.clone() * tracked(&w).detach()).sum().backward();
+            (values(y), values(g.grad(&grads).unwrap()), values(u.grad(&grads).unwrap()))
+        };
+        let ((y, dg, du), (y_ref, dg_ref, du_ref)) = (run(true), run(false));
+        assert_eq!(y, values(silu(gate.clone()) * up.clone()));
+        assert_eq!(y, y_ref);
+        assert!(worst(&dg, &dg_ref) < 1e-5, "{}", worst(&dg, &dg_ref));
+        assert_eq!(du, du_ref);
+    }
+}
