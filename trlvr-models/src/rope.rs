@@ -27,17 +27,29 @@ impl Rope {
         let half = head_dim / 2;
         let inv_freq: Vec<f64> =
             (0..half).map(|k| 1.0 / theta.powf((2 * k) as f64 / head_dim as f64)).collect();
+        // Each distinct position's angles once (a batch's rows share most positions),
+        // then copied into the grid, both halves of the head.
+        let mut distinct: Vec<usize> = positions.iter().flatten().copied().collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let (mut cos_of, mut sin_of) =
+            (Vec::with_capacity(distinct.len() * half), Vec::with_capacity(distinct.len() * half));
+        for &p in &distinct {
+            for f in &inv_freq {
+                let angle = p as f64 * f;
+                cos_of.push(angle.cos() as f32);
+                sin_of.push(angle.sin() as f32);
+            }
+        }
         let mut cos = Vec::with_capacity(batch * seq * head_dim);
         let mut sin = Vec::with_capacity(batch * seq * head_dim);
         for row in positions {
             debug_assert_eq!(row.len(), seq);
-            for &p in row {
+            for p in row {
+                let at = distinct.binary_search(p).expect("listed") * half;
                 for _ in 0..2 {
-                    for f in &inv_freq {
-                        let angle = p as f64 * f;
-                        cos.push(angle.cos() as f32);
-                        sin.push(angle.sin() as f32);
-                    }
+                    cos.extend_from_slice(&cos_of[at..at + half]);
+                    sin.extend_from_slice(&sin_of[at..at + half]);
                 }
             }
         }
