@@ -26,7 +26,7 @@ fn ragged_decode(name: &str, device: &Device) -> Vec<Vec<f32>> {
         let feeds: Vec<Feed<'_>> = tokens
             .iter()
             .enumerate()
-            .filter(|(r, _)| (*r as u32 + step) % 3 != 0)
+            .filter(|(r, _)| !(*r as u32 + step).is_multiple_of(3))
             .map(
                 |(r, t)| if r % 2 == 1 && step % 2 == 0 { Feed::catch_up(r, t) } else { Feed::predict(r, t) },
             )
