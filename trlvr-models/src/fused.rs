@@ -22,7 +22,7 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Backend, Dispatch, DispatchKindConversion, DispatchTensor, backend_extension};
 use burn::prelude::*;
-use burn::tensor::activation::{sigmoid, silu};
+use burn::tensor::activation::sigmoid;
 use burn::tensor::{BackendPrimitive, Float};
 
 /// Softmax over the last axis of `x`, `[batch, heads, rows, keys]`. Untracked tensors
@@ -59,8 +59,9 @@ mod op {
 use op::Fused;
 
 /// A backend primitive as a tensor of the high-level API (on that backend's device,
-/// outside autodiff), and back.
-fn wrap<B: Backend, const D: usize>(x: FloatTensor<B>) -> Tensor<D>
+/// outside autodiff), and back: the custom operations here and the blocked attention's
+/// compute with tensor ops on the inner backend.
+pub(crate) fn wrap<B: Backend, const D: usize>(x: FloatTensor<B>) -> Tensor<D>
 where
     Float: BackendPrimitive<B, Primitive = FloatTensor<B>>,
     DispatchTensor: DispatchKindConversion<B>,
@@ -68,7 +69,7 @@ where
     Tensor::from_primitive::<B>(x)
 }
 
-fn unwrap<B: Backend, const D: usize>(x: Tensor<D>) -> FloatTensor<B>
+pub(crate) fn unwrap<B: Backend, const D: usize>(x: Tensor<D>) -> FloatTensor<B>
 where
     Float: BackendPrimitive<B, Primitive = FloatTensor<B>>,
     DispatchTensor: DispatchKindConversion<B>,
@@ -85,7 +86,7 @@ macro_rules! forward_only {
                 unwrap::<Self, 4>(burn::tensor::activation::softmax(wrap::<Self, 4>(x), 3))
             }
             fn fused_swiglu(gate: FloatTensor<Self>, up: FloatTensor<Self>) -> FloatTensor<Self> {
-                unwrap::<Self, 3>(silu(wrap::<Self, 3>(gate)) * wrap::<Self, 3>(up))
+                unwrap::<Self, 3>(burn::tensor::activation::silu(wrap::<Self, 3>(gate)) * wrap::<Self, 3>(up))
             }
         }
     )*};
@@ -192,6 +193,7 @@ where
 mod tests {
     use super::*;
     use burn::tensor::Distribution;
+    use burn::tensor::activation::silu;
 
     fn values<const D: usize>(x: Tensor<D>) -> Vec<f32> {
         x.into_data().try_to_vec::<f32>().unwrap()

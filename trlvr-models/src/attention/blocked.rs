@@ -20,6 +20,7 @@ use burn::prelude::*;
 use burn::tensor::{BackendPrimitive, DType, Float};
 
 use crate::cache::CausalMask;
+use crate::fused::{unwrap, wrap};
 
 /// Queries per block of [`attend`]: a block's scores take `group × 256 × width` floats
 /// per key/value head, so a long prefill's (and a training step's) transient memory
@@ -253,24 +254,6 @@ mod op {
             blocks: Blocks,
         ) -> FloatTensor<Self>;
     }
-}
-
-/// A backend primitive as a tensor of the high-level API (on that backend's device,
-/// outside autodiff), and back.
-fn wrap<B: Backend, const D: usize>(x: FloatTensor<B>) -> Tensor<D>
-where
-    Float: BackendPrimitive<B, Primitive = FloatTensor<B>>,
-    DispatchTensor: DispatchKindConversion<B>,
-{
-    Tensor::from_primitive::<B>(x)
-}
-
-fn unwrap<B: Backend, const D: usize>(x: Tensor<D>) -> FloatTensor<B>
-where
-    Float: BackendPrimitive<B, Primitive = FloatTensor<B>>,
-    DispatchTensor: DispatchKindConversion<B>,
-{
-    x.try_into_primitive::<B>().expect("the tensor stays on its backend")
 }
 
 macro_rules! forward_only {
