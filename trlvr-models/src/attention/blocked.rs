@@ -162,14 +162,8 @@ fn blocked(
             (out, lse)
         })
         .unzip();
-    let lse = lses.into_iter().collect::<Option<Vec<_>>>().map(cat_rows);
-    (cat_rows(outs).reshape([b, h, t, hd]), lse)
-}
-
-/// The blocks' rows joined along the query axis; one block is returned as it is (a
-/// concatenation would copy it).
-fn cat_rows(mut blocks: Vec<Tensor<5>>) -> Tensor<5> {
-    if blocks.len() == 1 { blocks.pop().expect("one block") } else { Tensor::cat(blocks, 3) }
+    let lse = lses.into_iter().collect::<Option<Vec<_>>>().map(|l| Tensor::cat(l, 3));
+    (Tensor::cat(outs, 3).reshape([b, h, t, hd]), lse)
 }
 
 /// Gradients of the queries, keys and values given the output's gradient `grad`,
@@ -187,17 +181,8 @@ fn backward(state: &State<Tensor<4>, Tensor<5>>, grad: Tensor<4>) -> [Tensor<4>;
     let d_out = f32(&grad).reshape([b, kvh, g, t, hd]);
     let delta = (d_out.clone() * f32(&state.out).reshape([b, kvh, g, t, hd])).sum_dim(4);
     let device = q5.device();
-    // A block's share of dK or dV added into the keys it saw; the first block that sees
-    // every key (a short sequence's only block) is the sum itself: no zeros, no copy.
-    let add = |sum: Option<Tensor<4>>, share: Tensor<4>, s: usize| {
-        let at = [0..b, 0..kvh, 0..s, 0..hd];
-        match sum {
-            None if s == width => share,
-            None => Tensor::<4>::zeros([b, kvh, width, hd], (&device, DType::F32)).slice_assign(at, share),
-            Some(sum) => sum.clone().slice_assign(at.clone(), sum.slice(at) + share),
-        }
-    };
-    let (mut d_keys, mut d_values) = (None, None);
+    let zeros = || Tensor::<4>::zeros([b, kvh, width, hd], (&device, DType::F32));
+    let (mut d_keys, mut d_values) = (zeros(), zeros());
     let mut d_q = Vec::new();
     for (rows, s) in state.blocks.ranges() {
         let n = rows.len();
@@ -209,13 +194,17 @@ fn backward(state: &State<Tensor<4>, Tensor<5>>, grad: Tensor<4>) -> [Tensor<4>;
         let v = values.clone().slice([0..b, 0..kvh, 0..s, 0..hd]);
         let delta = fold(&delta, rows.clone());
         let d_s = p.clone() * (d_o.clone().matmul(v.swap_dims(2, 3)) - delta);
-        d_values = Some(add(d_values, p.swap_dims(2, 3).matmul(d_o), s));
-        d_keys = Some(add(d_keys, d_s.clone().swap_dims(2, 3).matmul(fold(&q5, rows.clone())), s));
+        let at = [0..b, 0..kvh, 0..s, 0..hd];
+        d_values = d_values
+            .clone()
+            .slice_assign(at.clone(), d_values.slice(at.clone()) + p.swap_dims(2, 3).matmul(d_o));
+        d_keys = d_keys.clone().slice_assign(
+            at.clone(),
+            d_keys.slice(at) + d_s.clone().swap_dims(2, 3).matmul(fold(&q5, rows.clone())),
+        );
         d_q.push(d_s.matmul(k).reshape([b, kvh, g, n, hd]));
     }
-    let zeros = || Tensor::<4>::zeros([b, kvh, width, hd], (&device, DType::F32));
-    let (d_keys, d_values) = (d_keys.unwrap_or_else(zeros), d_values.unwrap_or_else(zeros));
-    let d_q = cat_rows(d_q).reshape([b, h, t, hd]);
+    let d_q = Tensor::cat(d_q, 3).reshape([b, h, t, hd]);
     [d_q.cast(state.q.dtype()), d_keys.cast(state.keys.dtype()), d_values.cast(state.values.dtype())]
 }
 
