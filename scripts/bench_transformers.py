@@ -9,6 +9,7 @@ table and, with `--json PATH`, writes `{case: {"prefill": tok/s, "decode": tok/s
 the Rust bench's `TRLVR_BENCH_REFERENCE`.
 
     python scripts/bench_transformers.py --json ref.json [FILTER]   # in a venv with torch and transformers
+    python scripts/bench_transformers.py --projections   # as `cargo bench ... --bench decode -- --prefill`
 """
 
 import argparse
@@ -73,13 +74,46 @@ def run(model, batch):
     return batch * PROMPT / prefill, batch * STEPS / decode
 
 
+@torch.inference_mode()
+def projections(rows=8 * PROMPT, repeats=5):
+    """SmolLM2-135M's batch-8 prefill alone, then the products of its projections alone
+    (every layer's seven weights against `rows` rows), as the Rust bench's `--prefill`."""
+    model = smollm2_135m().eval()
+    ids = torch.tensor([[(i * 7919 + r * 104729 + 13) % 49152 for i in range(PROMPT)] for r in range(8)])
+    model(input_ids=ids, use_cache=True, logits_to_keep=1)
+    started = time.perf_counter()
+    for _ in range(6):
+        model(input_ids=ids, use_cache=True, logits_to_keep=1).logits.numpy()
+    per_prefill = (time.perf_counter() - started) / 6
+    print(f"smollm2-135m b8 prefill: {8 * PROMPT / per_prefill:.0f} tok/s")
+    layer = model.model.layers[0]
+    a, m = layer.self_attn, layer.mlp
+    weights = [p.weight for p in (a.q_proj, a.k_proj, a.v_proj, a.o_proj, m.gate_proj, m.up_proj, m.down_proj)]
+    inputs = [torch.rand(rows, w.shape[1]) for w in weights]
+    run = lambda: [torch.nn.functional.linear(x, w) for x, w in zip(inputs, weights)]
+    run()
+    started = time.perf_counter()
+    for _ in range(repeats):
+        run()
+    per_layer = (time.perf_counter() - started) / repeats
+    flops = sum(2 * rows * w.shape[0] * w.shape[1] for w in weights)
+    every = per_layer * len(model.model.layers)
+    print(f"  projections alone: {every:.3f} s of a {per_prefill:.3f} s prefill "
+          f"({100 * every / per_prefill:.0f}%), {flops / per_layer / 1e9:.1f} GFLOP/s")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("filter", nargs="?", default="")
     parser.add_argument("--json")
+    parser.add_argument("--projections", action="store_true",
+                        help="SmolLM2's batch-8 prefill and its projections' products alone")
     args = parser.parse_args()
     torch.set_num_threads(2)
     torch.manual_seed(0)
+    if args.projections:
+        projections()
+        return
     results = {}
     print("| case | prefill tok/s | decode tok/s |")
     print("|---|---:|---:|")

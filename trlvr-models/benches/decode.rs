@@ -14,7 +14,8 @@
 //! `cargo bench -p trlvr-models --bench decode [-- FILTER]` runs the cases whose name
 //! contains `FILTER` (e.g. `smollm2`, `b8`); `--irregular` adds SmolLM2 decode rates
 //! for ragged feeds and for half the rows; `--profile` instead times the parts of one
-//! SmolLM2 decode step, and `--prefill` repeats SmolLM2's batch-8 prefill alone.
+//! SmolLM2 decode step, and `--prefill` repeats SmolLM2's batch-8 prefill alone, then
+//! times its projections' products alone (the gemm's share of it).
 #![allow(clippy::print_stdout, missing_docs)]
 
 use std::time::Instant;
@@ -114,7 +115,44 @@ fn prefill_only(model: &Decoder) {
         let _ = model.start(&refs, 1).unwrap().1.into_data();
     }
     let tokens = 6 * refs.len() * PROMPT;
+    let per_prefill = started.elapsed().as_secs_f64() / 6.0;
     println!("smollm2-135m b8 prefill: {:.0} tok/s", tokens as f64 / started.elapsed().as_secs_f64());
+    projections(model, refs.len() * PROMPT, per_prefill);
+}
+
+/// Times the products of one prefill's projections alone (every layer's seven weights, as
+/// stored, against `rows` rows), to tell the gemm's share of a prefill from the rest's.
+/// `scripts/bench_transformers.py --projections` times torch's at the same shapes.
+fn projections(model: &Decoder, rows: usize, per_prefill: f64) {
+    let layer = &model.layers[0];
+    let (a, m) = (&layer.self_attn, &layer.mlp);
+    let weights = [&a.q_proj, &a.k_proj, &a.v_proj, &a.o_proj, &m.gate_proj, &m.up_proj, &m.down_proj]
+        .map(|l| l.weight.val());
+    let inputs: Vec<Tensor<2>> = weights
+        .iter()
+        .map(|w| Tensor::random([rows, w.dims()[0]], burn::tensor::Distribution::Default, &w.device()))
+        .collect();
+    let run = || {
+        for (x, w) in inputs.iter().zip(&weights) {
+            // Flex runs each op as it is called: no read back needed (torch's side has none).
+            drop(x.clone().matmul(w.clone()));
+        }
+    };
+    run();
+    let repeats = 5;
+    let started = Instant::now();
+    for _ in 0..repeats {
+        run();
+    }
+    let per_layer = started.elapsed().as_secs_f64() / repeats as f64;
+    let flops: usize = weights.iter().map(|w| 2 * rows * w.dims()[0] * w.dims()[1]).sum();
+    let all = per_layer * model.layers.len() as f64;
+    println!(
+        "  projections alone: {:.3} s of a {per_prefill:.3} s prefill ({:.0}%), {:.1} GFLOP/s",
+        all,
+        100.0 * all / per_prefill,
+        flops as f64 / per_layer / 1e9
+    );
 }
 
 /// Times the parts of one decode step of `model` at batch `b` with `past` cached
