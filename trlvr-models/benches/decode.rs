@@ -115,9 +115,9 @@ fn prefill_only(model: &Decoder) {
         let _ = model.start(&refs, 1).unwrap().1.into_data();
     }
     let tokens = 6 * refs.len() * PROMPT;
-    let per_prefill = started.elapsed().as_secs_f64() / 6.0;
-    println!("smollm2-135m b8 prefill: {:.0} tok/s", tokens as f64 / started.elapsed().as_secs_f64());
-    projections(model, refs.len() * PROMPT, per_prefill);
+    let seconds = started.elapsed().as_secs_f64();
+    println!("smollm2-135m b8 prefill: {:.0} tok/s", tokens as f64 / seconds);
+    projections(model, refs.len() * PROMPT, seconds / 6.0);
 }
 
 /// Times the products of one prefill's projections alone (every layer's seven weights, as
