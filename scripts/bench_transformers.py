@@ -53,12 +53,14 @@ def cache_of(out):
     return past if past is not None else out.past_key_values
 
 
+def prompts(batch, vocab):
+    """`batch` prompts of `PROMPT` tokens, the Rust bench's."""
+    return torch.tensor([[(i * 7919 + r * 104729 + 13) % vocab for i in range(PROMPT)] for r in range(batch)])
+
+
 @torch.inference_mode()
 def run(model, batch):
-    vocab = model.config.vocab_size
-    ids = torch.tensor(
-        [[(i * 7919 + r * 104729 + 13) % vocab for i in range(PROMPT)] for r in range(batch)]
-    )
+    ids = prompts(batch, model.config.vocab_size)
     started = time.perf_counter()
     out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
     nxt = out.logits[:, -1, :].numpy().argmax(-1)
@@ -79,7 +81,7 @@ def projections(rows=8 * PROMPT, repeats=5):
     """SmolLM2-135M's batch-8 prefill alone, then the products of its projections alone
     (every layer's seven weights against `rows` rows), as the Rust bench's `--prefill`."""
     model = smollm2_135m().eval()
-    ids = torch.tensor([[(i * 7919 + r * 104729 + 13) % 49152 for i in range(PROMPT)] for r in range(8)])
+    ids = prompts(8, model.config.vocab_size)
     model(input_ids=ids, use_cache=True, logits_to_keep=1)
     started = time.perf_counter()
     for _ in range(6):
