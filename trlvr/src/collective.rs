@@ -470,4 +470,19 @@ mod tests {
             }
         });
     }
+
+    proptest::proptest! {
+        /// Ranks send their records as JSON (evaluation results, rollouts): every float
+        /// must come back with its bits, or two ranks' figures differ from one process's
+        /// in the last digit. serde_json's default parser rounds about 8% of f64 values
+        /// wrongly (3.7559814144171844 is one); the workspace turns on `float_roundtrip`.
+        #[test]
+        fn json_records_keep_every_float_bit(x in proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL, y in proptest::num::f32::NORMAL) {
+            let (known, sent) = (3.7559814144171844_f64, (x, y));
+            let back: f64 = serde_json::from_slice(&serde_json::to_vec(&known).unwrap()).unwrap();
+            proptest::prop_assert_eq!(back.to_bits(), known.to_bits());
+            let back: (f64, f32) = serde_json::from_slice(&serde_json::to_vec(&sent).unwrap()).unwrap();
+            proptest::prop_assert_eq!((back.0.to_bits(), back.1.to_bits()), (x.to_bits(), y.to_bits()));
+        }
+    }
 }
