@@ -77,27 +77,33 @@ def run(model, batch):
 
 
 @torch.inference_mode()
-def projections(rows=8 * PROMPT, repeats=5):
+def projections(rows=8 * PROMPT, repeats=15):
     """SmolLM2-135M's batch-8 prefill alone, then the products of its projections alone
     (every layer's seven weights against `rows` rows), as the Rust bench's `--prefill`."""
     model = smollm2_135m().eval()
     ids = prompts(8, model.config.vocab_size)
     model(input_ids=ids, use_cache=True, logits_to_keep=1)
-    started = time.perf_counter()
-    for _ in range(6):
+
+    def prefill():
+        started = time.perf_counter()
         model(input_ids=ids, use_cache=True, logits_to_keep=1).logits.numpy()
-    per_prefill = (time.perf_counter() - started) / 6
-    print(f"smollm2-135m b8 prefill: {8 * PROMPT / per_prefill:.0f} tok/s")
+        return time.perf_counter() - started
+
+    per_prefill = statistics.median(prefill() for _ in range(9))
+    print(f"smollm2-135m b8 prefill: {8 * PROMPT / per_prefill:.0f} tok/s (median of 9)")
     layer = model.model.layers[0]
     a, m = layer.self_attn, layer.mlp
     weights = [p.weight for p in (a.q_proj, a.k_proj, a.v_proj, a.o_proj, m.gate_proj, m.up_proj, m.down_proj)]
     inputs = [torch.rand(rows, w.shape[1]) for w in weights]
     run = lambda: [torch.nn.functional.linear(x, w) for x, w in zip(inputs, weights)]
     run()
-    started = time.perf_counter()
-    for _ in range(repeats):
+
+    def layer():
+        started = time.perf_counter()
         run()
-    per_layer = (time.perf_counter() - started) / repeats
+        return time.perf_counter() - started
+
+    per_layer = statistics.median(layer() for _ in range(repeats))
     flops = sum(2 * rows * w.shape[0] * w.shape[1] for w in weights)
     every = per_layer * len(model.model.layers)
     print(f"  projections alone: {every:.3f} s of a {per_prefill:.3f} s prefill "

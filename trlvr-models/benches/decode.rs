@@ -94,14 +94,15 @@ fn run(model: &Decoder, batch: usize) -> (f64, f64) {
 /// The median prefill and decode rates of [`REPEATS`] runs.
 fn median_run(model: &Decoder, batch: usize) -> (f64, f64) {
     let (mut prefill, mut decode): (Vec<f64>, Vec<f64>) = (0..REPEATS).map(|_| run(model, batch)).unzip();
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     (median(&mut prefill), median(&mut decode))
 }
 
-/// Prints the prefill rate of 8 prompts of `PROMPT` tokens, over 6 repeats after a
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Prints the prefill rate of 8 prompts of `PROMPT` tokens, the median of 9 after a
 /// warm-up: a figure steadier than one `run`'s, and a loop to profile.
 fn prefill_only(model: &Decoder) {
     let vocab = model.config().vocab_size as u32;
@@ -110,41 +111,46 @@ fn prefill_only(model: &Decoder) {
         .collect();
     let refs: Vec<&[u32]> = prompts.iter().map(Vec::as_slice).collect();
     let _ = model.start(&refs, 1).unwrap().1.into_data();
-    let started = Instant::now();
-    for _ in 0..6 {
-        let _ = model.start(&refs, 1).unwrap().1.into_data();
-    }
-    let tokens = 6 * refs.len() * PROMPT;
-    let seconds = started.elapsed().as_secs_f64();
-    println!("smollm2-135m b8 prefill: {:.0} tok/s", tokens as f64 / seconds);
-    projections(model, refs.len() * PROMPT, seconds / 6.0);
+    let mut seconds: Vec<f64> = (0..9)
+        .map(|_| {
+            let started = Instant::now();
+            let _ = model.start(&refs, 1).unwrap().1.into_data();
+            started.elapsed().as_secs_f64()
+        })
+        .collect();
+    let seconds = median(&mut seconds);
+    println!("smollm2-135m b8 prefill: {:.0} tok/s (median of 9)", (refs.len() * PROMPT) as f64 / seconds);
+    projections(model, refs.len() * PROMPT, seconds);
 }
 
 /// Times the products of one prefill's projections alone (every layer's seven weights, as
-/// stored, against `rows` rows), to tell the gemm's share of a prefill from the rest's.
-/// `scripts/bench_transformers.py --projections` times torch's at the same shapes.
+/// stored, against `rows` rows, as the decoder multiplies them), to tell the products'
+/// share of a prefill from the rest's. `scripts/bench_transformers.py --projections`
+/// times torch's at the same shapes.
 fn projections(model: &Decoder, rows: usize, per_prefill: f64) {
     let layer = &model.layers[0];
     let (a, m) = (&layer.self_attn, &layer.mlp);
-    let weights = [&a.q_proj, &a.k_proj, &a.v_proj, &a.o_proj, &m.gate_proj, &m.up_proj, &m.down_proj]
-        .map(|l| l.weight.val());
-    let inputs: Vec<Tensor<2>> = weights
+    let layers = [&a.q_proj, &a.k_proj, &a.v_proj, &a.o_proj, &m.gate_proj, &m.up_proj, &m.down_proj];
+    let weights = layers.map(|l| l.weight.val());
+    let inputs: Vec<Tensor<3>> = weights
         .iter()
-        .map(|w| Tensor::random([rows, w.dims()[0]], burn::tensor::Distribution::Default, &w.device()))
+        .map(|w| Tensor::random([1, rows, w.dims()[0]], burn::tensor::Distribution::Default, &w.device()))
         .collect();
     let run = || {
-        for (x, w) in inputs.iter().zip(&weights) {
+        for (x, layer) in inputs.iter().zip(layers) {
             // Flex runs each op as it is called: no read back needed (torch's side has none).
-            drop(x.clone().matmul(w.clone()));
+            drop(trlvr_models::linear(layer, x.clone()));
         }
     };
     run();
-    let repeats = 5;
-    let started = Instant::now();
-    for _ in 0..repeats {
-        run();
-    }
-    let per_layer = started.elapsed().as_secs_f64() / repeats as f64;
+    let mut seconds: Vec<f64> = (0..15)
+        .map(|_| {
+            let started = Instant::now();
+            run();
+            started.elapsed().as_secs_f64()
+        })
+        .collect();
+    let per_layer = median(&mut seconds);
     let flops: usize = weights.iter().map(|w| 2 * rows * w.dims()[0] * w.dims()[1]).sum();
     let all = per_layer * model.layers.len() as f64;
     println!(

@@ -7,6 +7,7 @@
 
 mod blocked;
 mod decode;
+mod prefill;
 
 use burn::nn::{Linear, RmsNorm};
 use burn::prelude::*;
@@ -90,10 +91,10 @@ impl Attention {
             None => k,
         };
 
-        // 3. Heads first, then rotate: [b, heads, t, hd]. Queries are scaled here, on
+        // 3. Rotate and move heads first: [b, heads, t, hd]. Queries are scaled here, on
         // the smaller tensor, rather than the scores.
-        let q = rope.apply(q.swap_dims(1, 2)) * (1.0 / (hd as f64).sqrt());
-        let k = rope.apply(k.swap_dims(1, 2));
+        let q = rope.apply_heads_first(q, Some(1.0 / (hd as f64).sqrt()));
+        let k = rope.apply_heads_first(k, None);
         let v = v.swap_dims(1, 2);
 
         // 4. Keys and values to attend over: the cache's first `width` slots, this

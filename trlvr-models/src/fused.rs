@@ -4,15 +4,19 @@
 //! divide) and SwiGLU as a sigmoid and two products, and its `exp` and `sigmoid` backward
 //! compute their exps a second time. On a small model's training step those passes over
 //! memory, and the exps (a scalar `expf` per element on flex), take much of the time.
-//! Here each is one operation: its forward is the backend's own inference computation
-//! (flex's fused softmax; `silu(gate) * up`), so a tracked forward equals an untracked one
-//! bit for bit, and its backward reuses what the forward kept instead of recomputing exps:
+//! Here each is one operation: its forward is the inference computation itself, so a
+//! tracked forward equals an untracked one bit for bit, and its backward reuses what the
+//! forward kept instead of recomputing exps:
 //!
 //! - softmax `p`: `dx = p ⊙ (dp − rowsum(dp ⊙ p))`, keeping `p` (Burn keeps its input,
 //!   its exps and their sum);
 //! - SwiGLU `y = silu(g) ⊙ u` with `s = σ(g)`: `du = dy ⊙ silu(g)`,
 //!   `dg = dy ⊙ u ⊙ (s + silu(g) ⊙ (1 − s))`, keeping `u`, `s` and `silu(g)` (Burn keeps
 //!   `g` twice, `s`, `silu(g)` and `u`).
+//!
+//! The forwards: on flex in f32, this crate's kernels (`fused/cpu.rs`: SIMD exponentials
+//! across Rayon's threads, where flex takes one scalar `expf` per element); elsewhere the
+//! backend's softmax and `silu(gate) * up`.
 
 use burn::backend::autodiff::Autodiff;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -77,7 +81,14 @@ where
     x.try_into_primitive::<B>().expect("the tensor stays on its backend")
 }
 
-macro_rules! forward_only {
+/// σ as each backend's SwiGLU forward computes it: a tracked forward keeps it for the
+/// backward and must give the untracked forward's values bit for bit.
+trait Sigmoid: Backend {
+    fn swiglu_sigmoid(x: FloatTensor<Self>) -> FloatTensor<Self>;
+}
+
+/// Backends whose forwards are Burn's own ops.
+macro_rules! burns_ops {
     ($($backend:ty: $feature:literal),*) => {$(
         #[cfg(feature = $feature)]
         #[allow(deprecated)] // burn-tch is deprecated in Burn 0.22; LibTorch stays an option here
@@ -89,10 +100,43 @@ macro_rules! forward_only {
                 unwrap::<Self, 3>(burn::tensor::activation::silu(wrap::<Self, 3>(gate)) * wrap::<Self, 3>(up))
             }
         }
+
+        #[cfg(feature = $feature)]
+        #[allow(deprecated)]
+        impl Sigmoid for $backend {
+            fn swiglu_sigmoid(x: FloatTensor<Self>) -> FloatTensor<Self> {
+                unwrap::<Self, 3>(sigmoid(wrap::<Self, 3>(x)))
+            }
+        }
     )*};
 }
 
-forward_only!(burn::backend::Flex: "flex", burn::backend::LibTorch: "tch", burn::backend::Cube: "cuda");
+burns_ops!(burn::backend::LibTorch: "tch", burn::backend::Cube: "cuda");
+
+#[cfg(feature = "flex")]
+impl Fused for burn::backend::Flex {
+    fn fused_softmax(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        cpu::softmax(&x)
+            .unwrap_or_else(|| unwrap::<Self, 4>(burn::tensor::activation::softmax(wrap::<Self, 4>(x), 3)))
+    }
+    fn fused_swiglu(gate: FloatTensor<Self>, up: FloatTensor<Self>) -> FloatTensor<Self> {
+        cpu::swiglu(&gate, &up).unwrap_or_else(|| {
+            let gate = wrap::<Self, 3>(gate);
+            let s = wrap::<Self, 3>(Self::swiglu_sigmoid(unwrap::<Self, 3>(gate.clone())));
+            unwrap::<Self, 3>(gate * s * wrap::<Self, 3>(up))
+        })
+    }
+}
+
+#[cfg(feature = "flex")]
+impl Sigmoid for burn::backend::Flex {
+    fn swiglu_sigmoid(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        cpu::sigmoid_of(&x).unwrap_or_else(|| unwrap::<Self, 3>(sigmoid(wrap::<Self, 3>(x))))
+    }
+}
+
+#[cfg(feature = "flex")]
+pub(crate) mod cpu;
 
 #[derive(Debug)]
 struct SoftmaxBackward;
@@ -151,7 +195,7 @@ where
 
 impl<B, C> Fused for Autodiff<B, C>
 where
-    B: Backend + Fused,
+    B: Backend + Fused + Sigmoid,
     C: CheckpointStrategy,
     Float: BackendPrimitive<B, Primitive = FloatTensor<B>>,
     DispatchTensor: DispatchKindConversion<B>,
@@ -172,7 +216,7 @@ where
                 let g = wrap::<B, 3>(gate.primitive().clone());
                 let u = wrap::<B, 3>(up.primitive().clone());
                 // `silu` is `g · σ(g)`: the same ops as the untracked forward.
-                let s = sigmoid(g.clone());
+                let s = wrap::<B, 3>(B::swiglu_sigmoid(gate.primitive().clone()));
                 let silu = g * s.clone();
                 let y = unwrap::<B, 3>(silu.clone() * u.clone());
                 let state = SwigluState {
@@ -224,7 +268,7 @@ mod tests {
             (values(p), values(x.grad(&grads).unwrap()))
         };
         let ((p, dx), (p_ref, dx_ref)) = (run(true), run(false));
-        assert_eq!(p, values(burn::tensor::activation::softmax(x.clone(), 3)));
+        assert_eq!(p, values(softmax(x.clone())));
         assert_eq!(p, values(softmax(tracked(&x).detach())), "untracked on the autodiff device");
         assert!(worst(&p, &p_ref) < 1e-6, "{}", worst(&p, &p_ref));
         assert!(worst(&dx, &dx_ref) < 1e-5, "{}", worst(&dx, &dx_ref));
@@ -247,9 +291,54 @@ mod tests {
             (values(y), values(g.grad(&grads).unwrap()), values(u.grad(&grads).unwrap()))
         };
         let ((y, dg, du), (y_ref, dg_ref, du_ref)) = (run(true), run(false));
-        assert_eq!(y, values(silu(gate.clone()) * up.clone()));
-        assert_eq!(y, y_ref);
+        assert_eq!(y, values(swiglu(gate.clone(), up.clone())));
+        assert!(worst(&y, &y_ref) < 1e-5, "{}", worst(&y, &y_ref));
         assert!(worst(&dg, &dg_ref) < 1e-5, "{}", worst(&dg, &dg_ref));
-        assert_eq!(du, du_ref);
+        assert!(worst(&du, &du_ref) < 1e-5, "{}", worst(&du, &du_ref));
+    }
+
+    /// Flex's kernels against f64 over the whole range (σ saturates past ±88 and flushes
+    /// below the normal floats), with lengths that leave a tail in a lane group and in a
+    /// task: every element within a few units in the last place, and the same bits
+    /// wherever it sits in the tensor.
+    #[test]
+    fn flex_kernels_match_f64() {
+        let device = Device::flex();
+        let n = 2 * (1 << 14) + 13;
+        let g: Vec<f32> = (0..n).map(|i| ((i * 7919) % 20011) as f32 / 100.0 - 100.0).collect();
+        let u: Vec<f32> = (0..n).map(|i| ((i * 104_729) % 997) as f32 / 500.0 - 1.0).collect();
+        let run = |from: usize| {
+            let t = |v: &[f32]| {
+                Tensor::<3>::from_data(TensorData::new(v[from..].to_vec(), [1, 1, n - from]), &device)
+            };
+            values(swiglu(t(&g), t(&u)))
+        };
+        let (y, shifted) = (run(0), run(3));
+        assert_eq!(y[3..], shifted[..], "an element's value depends on its place");
+        for ((y, g), u) in y.iter().zip(&g).zip(&u) {
+            let (g, u) = (f64::from(*g), f64::from(*u));
+            let want = g / (1.0 + (-g).exp()) * u;
+            let error = (f64::from(*y) - want).abs();
+            assert!(
+                error <= 4e-7 * want.abs() + (g * u).abs() * 1.2e-38,
+                "swiglu({g}, {u}) = {y}, want {want}"
+            );
+        }
+        // Softmax rows of 77 (a tail of 5 lanes), the last 7 entries masked.
+        let (rows, width) = (600, 77);
+        let x: Vec<f32> = (0..rows * width)
+            .map(|i| if i % width >= 70 { f32::NEG_INFINITY } else { ((i * 31) % 1000) as f32 / 50.0 - 10.0 })
+            .collect();
+        let p =
+            values(softmax(Tensor::<4>::from_data(TensorData::new(x.clone(), [2, 3, 100, width]), &device)));
+        for (p, x) in p.chunks(width).zip(x.chunks(width)) {
+            let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let sum: f64 = x.iter().map(|&v| f64::from(v - max).exp()).sum();
+            for (p, x) in p.iter().zip(x) {
+                let want = f64::from(x - max).exp() / sum;
+                assert!((f64::from(*p) - want).abs() <= 1e-6 * want + 1e-12, "{p} against {want}");
+            }
+            assert!(p[70..].iter().all(|&p| p == 0.0));
+        }
     }
 }

@@ -7,7 +7,7 @@ use burn::nn::{Linear, RmsNorm};
 use burn::prelude::*;
 use burn::tensor::DType;
 
-use crate::few_rows;
+use crate::{few_rows, many_rows};
 
 /// Row counts up to which the tied LM head multiplies as `(E · xᵀ)ᵀ`
 /// ([`Decoder::lm_head`](crate::Decoder::lm_head)).
@@ -25,7 +25,8 @@ const FLIPPED_ROWS: usize = 256;
 /// as `(weightᵀ · xᵀ)ᵀ`, where its `[out, in]` storage is the gemm's contiguous left
 /// operand (a 1536 x 576 weight at 64 rows: 0.9 ms, 3.0 ms as `x · W`). Other weights
 /// take one row as `(weightᵀ · xᵀ)ᵀ` (the gemm then streams the weight without packing
-/// it, about 10% faster on the SmolLM2-135M shapes) and more as `x · W`.
+/// it, about 10% faster on the SmolLM2-135M shapes) and more as `x · W`. On x86-64,
+/// more than [`few_rows::MAX_ROWS`] rows go to [`many_rows::project`] in any layout.
 ///
 /// [`Decoder::with_decode_layout`]: crate::Decoder::with_decode_layout
 ///
@@ -36,6 +37,11 @@ pub(crate) fn project(x: Tensor<3>, weight: Tensor<2>, bias: Option<Tensor<1>>) 
     let [_, out] = weight.dims();
     if b * t <= few_rows::MAX_ROWS
         && let Some(y) = few_rows::project(&x.clone().reshape([b * t, d]), &weight, bias.as_ref())
+    {
+        return y.reshape([b, t, out]);
+    }
+    if b * t > few_rows::MAX_ROWS
+        && let Some(y) = many_rows::project(&x.clone().reshape([b * t, d]), &weight, bias.as_ref())
     {
         return y.reshape([b, t, out]);
     }
@@ -54,9 +60,11 @@ pub(crate) fn project(x: Tensor<3>, weight: Tensor<2>, bias: Option<Tensor<1>>) 
     y.reshape([b, t, out])
 }
 
-/// [`project`] through a [`Linear`] layer, its weights cast to `x`'s dtype (a no-op
-/// unless the decoder computes in another dtype than its weights').
-pub(crate) fn linear(layer: &Linear, x: Tensor<3>) -> Tensor<3> {
+/// [`Linear::forward`] as the decoder runs it: its weights cast to `x`'s dtype (a no-op
+/// unless the decoder computes in another dtype than its weights'), few rows and many
+/// rows taken by the CPU's own products. Public for heads built on a [`crate::Decoder`]
+/// and for the decode bench, which times the products alone.
+pub fn linear(layer: &Linear, x: Tensor<3>) -> Tensor<3> {
     let dtype = x.dtype();
     project(x, layer.weight.val().cast(dtype), layer.bias.as_ref().map(|b| b.val().cast(dtype)))
 }

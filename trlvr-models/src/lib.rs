@@ -15,6 +15,7 @@
 //! | the softmax and SwiGLU as single autodiff operations (no exps recomputed) | `fused.rs` |
 //! | the real tokens of right-padded rows, without the padding | [`packing`] |
 //! | the few-row products of a decode step on the CPU | `few_rows.rs` ([`Decoder::with_decode_layout`]) |
+//! | the many-row products of a prefill or a scoring pass on x86-64 CPUs | `many_rows.rs` |
 //! | per-layer activation checkpointing in training | `checkpointing.rs` ([`Decoder::with_layer_checkpointing`]) |
 //! | rotary position embeddings (Hugging Face layout) | [`rope`] |
 //! | per-row KV caches and the attention mask | [`cache`] |
@@ -75,6 +76,7 @@ pub mod generation;
 pub mod gguf;
 mod layers;
 pub mod load;
+mod many_rows;
 pub mod packing;
 mod partner;
 pub mod rope;
@@ -86,5 +88,6 @@ pub use config::{ModelConfig, ModelFamily};
 pub use decoder::Decoder;
 pub use error::{Error, Result};
 pub use gguf::load_gguf;
+pub use layers::linear;
 pub use load::{load_hf_dir, open_partner};
 pub use save::save_hf_dir;

@@ -98,7 +98,12 @@ fn per_layer_checkpointing_gives_the_same_values_and_gradients() {
         let layered = model.with_layer_checkpointing(true);
         assert!(layered.layer_checkpointing());
         let (values, got) = scored_gradients(&layered, &batch, &from);
-        assert_eq!(values, want_values, "{name}: the values are the same computation");
+        // The first pass runs outside autodiff, where flex (x86-64) multiplies with its own
+        // kernels: the same values to rounding.
+        assert_eq!(values.len(), want_values.len());
+        for (a, b) in values.iter().zip(&want_values) {
+            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{name}: values {a} and {b}");
+        }
         assert_eq!(want.len(), got.len());
         assert!(
             want.iter().all(|g| !g.is_empty() && g.iter().any(|&v| v != 0.0)),

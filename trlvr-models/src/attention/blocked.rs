@@ -66,14 +66,17 @@ pub fn attend(
     let device = q.device();
     // Each key/value head serves its group of query heads: fold the group into the query
     // rows so keys are never repeated. One block (a decode step) needs no slicing.
+    let folded = q.clone().reshape([b, kvh, g * t, hd]);
+    let own = match t <= DECODE_QUERIES {
+        true => super::decode::attend(&folded, &keys, &values, mask),
+        false => super::prefill::attend(&folded, &keys, &values, mask),
+    };
+    if let Some(out) = own {
+        return out.reshape([b, h, t, hd]);
+    }
     if t <= block {
         let s = keys.dims()[2];
-        let q = q.reshape([b, kvh, g * t, hd]);
-        if t <= DECODE_QUERIES
-            && let Some(out) = super::decode::attend(&q, &keys, &values, mask)
-        {
-            return out.reshape([b, h, t, hd]);
-        }
+        let q = folded;
         let hidden = mask.block(0..t, s, &device).expand([b, kvh, g * t, s]);
         let scores = q.matmul(keys.swap_dims(2, 3)).mask_fill(hidden, f32::NEG_INFINITY);
         return probabilities(scores, values.dtype()).matmul(values).reshape([b, h, t, hd]);

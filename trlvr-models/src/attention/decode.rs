@@ -9,6 +9,9 @@
 
 #[cfg(feature = "flex")]
 pub(crate) use cpu::attend;
+/// Shared with the prefill kernel (`attention/prefill.rs`, x86-64 only).
+#[cfg(all(feature = "flex", target_arch = "x86_64"))]
+pub(crate) use cpu::{Strides, rows_of};
 #[cfg(not(feature = "flex"))]
 pub(crate) use none::attend;
 
@@ -55,7 +58,7 @@ mod cpu {
     }
 
     /// `t` with each `[s, hd]` matrix stored row after row (a cache's view already is).
-    fn rows_of(t: FlexTensor) -> FlexTensor {
+    pub(crate) fn rows_of(t: FlexTensor) -> FlexTensor {
         let [_, _, _, hd] = t.layout().shape()[..] else { return t.to_contiguous() };
         let strides = t.layout().strides();
         if strides[3] == 1 && strides[2] == hd as isize && strides[0] >= 0 && strides[1] >= 0 {
@@ -66,20 +69,20 @@ mod cpu {
     }
 
     /// Where the `[s, hd]` matrix of row `r` and key/value head `h` starts in storage.
-    struct Strides {
+    pub(crate) struct Strides {
         offset: usize,
         row: usize,
         head: usize,
     }
 
     impl Strides {
-        fn of(t: &FlexTensor) -> Self {
+        pub(crate) fn of(t: &FlexTensor) -> Self {
             let layout = t.layout();
             let strides = layout.strides();
             Self { offset: layout.start_offset(), row: strides[0] as usize, head: strides[1] as usize }
         }
 
-        fn start(&self, r: usize, h: usize) -> usize {
+        pub(crate) fn start(&self, r: usize, h: usize) -> usize {
             self.offset + r * self.row + h * self.head
         }
     }

@@ -1,0 +1,160 @@
+//! A prefill's attention on flex (f32, outside autodiff, x86-64), in causal blocks.
+//!
+//! As tensor ops a prefill's attention computes every query against every key, masks
+//! the half a causal query cannot see, then a softmax and the product with the values:
+//! four passes over `t²` scores per head. Here each block of [`ROWS`] queries of one
+//! query head multiplies only the keys its last query can see ([`many_rows::multiply`]),
+//! takes the softmax of each query's visible scores and multiplies those with the values,
+//! on one thread per block of heads. Each output sums in one order whatever the batch.
+//!
+//! [`many_rows::multiply`]: crate::many_rows::multiply
+
+#[cfg(all(feature = "flex", target_arch = "x86_64"))]
+pub(crate) use cpu::attend;
+
+/// Always `None` where the kernels are not built: the attention runs as tensor ops.
+#[cfg(not(all(feature = "flex", target_arch = "x86_64")))]
+pub(crate) fn attend(
+    _: &burn::prelude::Tensor<4>,
+    _: &burn::prelude::Tensor<4>,
+    _: &burn::prelude::Tensor<4>,
+    _: &crate::cache::CausalMask,
+) -> Option<burn::prelude::Tensor<4>> {
+    None
+}
+
+/// Queries per block: the scores of a block take `ROWS × keys` floats.
+const ROWS: usize = 32;
+
+#[cfg(all(feature = "flex", target_arch = "x86_64"))]
+mod cpu {
+    use burn::backend::Flex;
+    use burn::backend::flex::FlexTensor;
+    use burn::prelude::*;
+    use burn::tensor::TensorData;
+    use rayon::prelude::*;
+
+    use super::ROWS;
+    use crate::attention::decode::{Strides, rows_of};
+    use crate::cache::CausalMask;
+    use crate::few_rows::flex_f32;
+    use crate::fused::cpu::softmax_prefixes;
+    use crate::many_rows::{Matrix, multiply};
+
+    /// `softmax(q · keysᵀ, hidden masked) · values` for untracked f32 tensors on flex;
+    /// `None` otherwise.
+    ///
+    /// # Shapes
+    /// - `q`: `[batch, kv_heads, group * t, hd]` (scaled, group-major like the mask),
+    ///   `keys`/`values`: `[batch, kv_heads, s, hd]` -> `[batch, kv_heads, group * t, hd]`
+    pub(crate) fn attend(
+        q: &Tensor<4>,
+        keys: &Tensor<4>,
+        values: &Tensor<4>,
+        mask: &CausalMask,
+    ) -> Option<Tensor<4>> {
+        let [b, kvh, rows, hd] = q.dims();
+        let (s, t) = (keys.dims()[2], mask.queries());
+        if t == 0 || rows % t != 0 {
+            return None;
+        }
+        let (q, k, v) = (flex_f32(q)?.to_contiguous(), rows_of(flex_f32(keys)?), rows_of(flex_f32(values)?));
+        let (q, ks, vs) = (q.as_slice::<f32>()?, k.storage::<f32>(), v.storage::<f32>());
+        let (k_at, v_at) = (Strides::of(&k), Strides::of(&v));
+        let g = rows / t;
+        let mut out = vec![0.0f32; b * kvh * rows * hd];
+        // One task per query head: `t` queries over its key/value head.
+        let failed = std::sync::atomic::AtomicBool::new(false);
+        out.par_chunks_mut(t * hd).enumerate().for_each(|(i, out)| {
+            let (r, h) = (i / (kvh * g), (i / g) % kvh);
+            let q = &q[i * t * hd..(i + 1) * t * hd];
+            let keys = &ks[k_at.start(r, h)..k_at.start(r, h) + s * hd];
+            let values = &vs[v_at.start(r, h)..v_at.start(r, h) + s * hd];
+            let seen = |query: usize| mask.visible_to(r, query).min(s);
+            if head(q, keys, values, out, hd, &seen).is_none() {
+                failed.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+        if failed.into_inner() {
+            return None;
+        }
+        Some(Tensor::from_primitive::<Flex>(FlexTensor::from_data(TensorData::new(out, [b, kvh, rows, hd]))))
+    }
+
+    /// One query head's `t` queries (`q`, `[t, hd]`) over `keys` and `values` (`[s, hd]`),
+    /// query `i` seeing the first `seen(i)` keys; into `out` (`[t, hd]`).
+    fn head(
+        q: &[f32],
+        keys: &[f32],
+        values: &[f32],
+        out: &mut [f32],
+        hd: usize,
+        seen: &dyn Fn(usize) -> usize,
+    ) -> Option<()> {
+        let (mut scores, mut probabilities) = (Vec::new(), Vec::new());
+        for (block, (q, out)) in q.chunks(ROWS * hd).zip(out.chunks_mut(ROWS * hd)).enumerate() {
+            let (first, m) = (block * ROWS, q.len() / hd);
+            let n = seen(first + m - 1);
+            scores.resize(m * n, 0.0);
+            probabilities.resize(m * n, 0.0);
+            let queries = Matrix { data: q, rows: m, cols: hd, row_stride: hd, col_stride: 1 };
+            // The keys `[n, hd]` read as their transpose `[hd, n]`.
+            let keys_t = Matrix { data: keys, rows: hd, cols: n, row_stride: 1, col_stride: hd };
+            multiply(&mut scores, queries, keys_t, 1)?;
+            softmax_prefixes(&scores, &mut probabilities, n, &|row| seen(first + row));
+            let p = Matrix { data: &probabilities, rows: m, cols: n, row_stride: n, col_stride: 1 };
+            let values = Matrix { data: values, rows: n, cols: hd, row_stride: hd, col_stride: 1 };
+            multiply(out, p, values, 1)?;
+        }
+        Some(())
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use burn::tensor::Distribution;
+        use burn::tensor::activation::softmax;
+
+        use super::*;
+        use crate::cache::attention_mask;
+
+        fn values(t: Tensor<4>) -> Vec<f32> {
+            t.into_data().try_to_vec::<f32>().unwrap()
+        }
+
+        /// Against the tensor ops it replaces: rows with and without cached tokens, a
+        /// length that is not a multiple of the block, and keys read as a view of a wider
+        /// cache; then a row alone gives the same bits.
+        #[test]
+        fn equals_the_masked_softmax_of_tensor_ops() {
+            let device = Device::flex();
+            let (kvh, g, hd, cap) = (2, 3, 20, 128);
+            for (past, t) in [(vec![0, 0], 70), (vec![5, 0, 17], 33), (vec![0], ROWS)] {
+                let b = past.len();
+                let s = past.iter().max().unwrap() + t;
+                let q = Tensor::<4>::random([b, kvh, g * t, hd], Distribution::Default, &device);
+                let cache = |_| Tensor::<4>::random([b, kvh, cap, hd], Distribution::Default, &device);
+                let (k, v) = (
+                    cache(0).slice([0..b, 0..kvh, 0..s, 0..hd]),
+                    cache(1).slice([0..b, 0..kvh, 0..s, 0..hd]),
+                );
+                let mask = CausalMask::new(&past, g, t, s);
+                let hidden = attention_mask(&past, g, t, s, &device).expand([b, kvh, g * t, s]);
+                let scores = q.clone().matmul(k.clone().swap_dims(2, 3)).mask_fill(hidden, f32::NEG_INFINITY);
+                let want = values(softmax(scores, 3).matmul(v.clone()));
+                let got = values(attend(&q, &k, &v, &mask).expect("f32 on flex"));
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                        "past {past:?}, t {t}, at {i}: {g} vs {w}"
+                    );
+                }
+                let last = b - 1;
+                let one = |x: &Tensor<4>| x.clone().slice([last..b]);
+                let mask = CausalMask::new(&past[last..], g, t, s);
+                let alone = values(attend(&one(&q), &one(&k), &one(&v), &mask).unwrap());
+                let n = kvh * g * t * hd;
+                assert!(alone.iter().zip(&got[last * n..]).all(|(a, b)| a.to_bits() == b.to_bits()));
+            }
+        }
+    }
+}

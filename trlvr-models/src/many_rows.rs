@@ -1,0 +1,215 @@
+//! Products of many rows with a weight on x86-64 CPUs: the projections of a prefill, a
+//! scoring pass and the LM head over whole sequences.
+//!
+//! These are gemm-bound (80% of a SmolLM2 prefill). The gemm under Burn's flex backend
+//! reached 105-160 GFLOP/s on the SmolLM2-135M shapes on a 2-core AVX2 machine, where
+//! `private-gemm-x86` (the x86 kernels of the faer crate) reached 140-175 in the same
+//! runs, alternating. It is called directly, not through faer, which would add about
+//! three minutes of compile time for its other kernels. Each output row is summed in the
+//! same order whatever the number of rows or threads (test below), so a sequence's
+//! values do not depend on the rest of its batch.
+
+#[cfg(all(feature = "flex", target_arch = "x86_64"))]
+pub(crate) use cpu::{Matrix, multiply, project};
+
+/// Always `None` where the kernels are not built: the caller takes Burn's matmul.
+#[cfg(not(all(feature = "flex", target_arch = "x86_64")))]
+pub(crate) fn project(
+    _: &burn::prelude::Tensor<2>,
+    _: &burn::prelude::Tensor<2>,
+    _: Option<&burn::prelude::Tensor<1>>,
+) -> Option<burn::prelude::Tensor<2>> {
+    None
+}
+
+#[cfg(all(feature = "flex", target_arch = "x86_64"))]
+mod cpu {
+    use burn::backend::Flex;
+    use burn::backend::flex::FlexTensor;
+    use burn::prelude::*;
+    use burn::tensor::TensorData;
+    use private_gemm_x86 as kernels;
+
+    use crate::few_rows::flex_f32;
+
+    /// Multiply-adds from which [`project`] splits a product across the threads (192³,
+    /// flex's threshold).
+    const PARALLEL_WORK: usize = 192 * 192 * 192;
+
+    /// The widest instruction set the kernels support on this CPU (`None`: neither).
+    fn instructions() -> Option<kernels::InstrSet> {
+        static SET: std::sync::OnceLock<Option<kernels::InstrSet>> = std::sync::OnceLock::new();
+        *SET.get_or_init(|| {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                Some(kernels::InstrSet::Avx512)
+            } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                Some(kernels::InstrSet::Avx256)
+            } else {
+                None
+            }
+        })
+    }
+
+    /// `x · weight + bias` for f32 tensors on flex outside autodiff, the weight in any
+    /// 2-D layout (the decode layout included); `None` otherwise, or on a CPU without
+    /// AVX2 and FMA.
+    ///
+    /// # Shapes
+    /// - `x`: `[rows, in]`, `weight`: `[in, out]`, `bias`: `[out]` -> `[rows, out]`
+    pub(crate) fn project(x: &Tensor<2>, weight: &Tensor<2>, bias: Option<&Tensor<1>>) -> Option<Tensor<2>> {
+        let set = instructions()?;
+        let w = flex_f32(weight)?;
+        let x = flex_f32(x)?.to_contiguous();
+        let [rows, depth] = x.layout().shape()[..] else { return None };
+        let out = w.layout().shape()[1];
+        let strides = w.layout().strides();
+        if rows == 0 || out == 0 || strides.iter().any(|&s| s < 0) {
+            return None;
+        }
+        // The bias fills the output, which the product then adds to.
+        let (mut y, accum) = match bias {
+            Some(b) => {
+                let b = flex_f32(b)?.to_contiguous();
+                (b.as_slice::<f32>()?.repeat(rows), kernels::Accum::Add)
+            }
+            None => (vec![0.0f32; rows * out], kernels::Accum::Replace),
+        };
+        let xs = x.as_slice::<f32>()?;
+        let ws = w.storage::<f32>().get(w.layout().start_offset()..)?;
+        let lhs = Matrix { data: xs, rows, cols: depth, row_stride: depth, col_stride: 1 };
+        let rhs = Matrix {
+            data: ws,
+            rows: depth,
+            cols: out,
+            row_stride: strides[0] as usize,
+            col_stride: strides[1] as usize,
+        };
+        // Small products (a tiny model's) stay on the calling thread, as flex's gemm's do.
+        let threads = match rows * depth * out >= PARALLEL_WORK {
+            true => rayon::current_num_threads(),
+            false => 1,
+        };
+        multiply_with(set, &mut y, lhs, rhs, accum, threads)?;
+        Some(Tensor::from_primitive::<Flex>(FlexTensor::from_data(TensorData::new(y, [rows, out]))))
+    }
+
+    /// A matrix read at strides (in elements) from a slice.
+    #[derive(Clone, Copy)]
+    pub(crate) struct Matrix<'a> {
+        pub data: &'a [f32],
+        pub rows: usize,
+        pub cols: usize,
+        pub row_stride: usize,
+        pub col_stride: usize,
+    }
+
+    impl Matrix<'_> {
+        /// Whether every element lies inside `data`.
+        fn fits(&self) -> bool {
+            self.rows == 0
+                || self.cols == 0
+                || (self.rows - 1) * self.row_stride + (self.cols - 1) * self.col_stride < self.data.len()
+        }
+    }
+
+    /// `dst = lhs · rhs` (`dst` row-major `[lhs.rows, rhs.cols]`) on `threads` of Rayon's
+    /// threads; `None` on a CPU without AVX2 and FMA, or if the shapes do not fit.
+    pub(crate) fn multiply(dst: &mut [f32], lhs: Matrix<'_>, rhs: Matrix<'_>, threads: usize) -> Option<()> {
+        multiply_with(instructions()?, dst, lhs, rhs, kernels::Accum::Replace, threads)
+    }
+
+    fn multiply_with(
+        set: kernels::InstrSet,
+        dst: &mut [f32],
+        lhs: Matrix<'_>,
+        rhs: Matrix<'_>,
+        accum: kernels::Accum,
+        threads: usize,
+    ) -> Option<()> {
+        let (rows, depth, cols) = (lhs.rows, lhs.cols, rhs.cols);
+        if rhs.rows != depth || dst.len() != rows * cols || !lhs.fits() || !rhs.fits() {
+            return None;
+        }
+        if rows == 0 || cols == 0 {
+            return Some(());
+        }
+        let alpha = 1.0f32;
+        // SAFETY (the crate's one unsafe call: the kernels take raw pointers): `dst` holds
+        // `[rows, cols]` row-major, both operands lie inside their slices at their strides
+        // (checked above; strides are unsigned), the index pointers are null (no scatter)
+        // and `alpha` outlives the call.
+        #[allow(unsafe_code)]
+        unsafe {
+            kernels::gemm(
+                kernels::DType::F32,
+                kernels::IType::U64,
+                set,
+                rows,
+                cols,
+                depth,
+                dst.as_mut_ptr().cast(),
+                cols as isize,
+                1,
+                std::ptr::null(),
+                std::ptr::null(),
+                kernels::DstKind::Full,
+                accum,
+                lhs.data.as_ptr().cast(),
+                lhs.row_stride as isize,
+                lhs.col_stride as isize,
+                false,
+                std::ptr::null(),
+                0,
+                rhs.data.as_ptr().cast(),
+                rhs.row_stride as isize,
+                rhs.col_stride as isize,
+                false,
+                (&raw const alpha).cast(),
+                threads.max(1),
+            );
+        }
+        Some(())
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use burn::tensor::Distribution;
+
+        use super::*;
+        use crate::few_rows::decode_layout;
+
+        fn values(t: Tensor<2>) -> Vec<f32> {
+            t.into_data().try_to_vec::<f32>().unwrap()
+        }
+
+        /// Against Burn's matmul (to rounding) in both weight layouts, with and without a
+        /// bias; each row's bits the same at any row count and thread count.
+        #[test]
+        fn products_match_burn_and_rows_are_independent() {
+            if instructions().is_none() {
+                return;
+            }
+            let device = Device::flex();
+            let x = Tensor::<2>::random([300, 96], Distribution::Default, &device);
+            let stored = Tensor::<2>::random([96, 700], Distribution::Default, &device);
+            let bias = Tensor::<1>::random([700], Distribution::Default, &device);
+            let want = values(x.clone().matmul(stored.clone()) + bias.clone().unsqueeze_dim(0));
+            let relaid = decode_layout(stored.clone());
+            assert!(crate::few_rows::in_decode_layout(&relaid), "the test covers the decode layout");
+            for weight in [stored, relaid] {
+                let got = values(project(&x, &weight, Some(&bias)).unwrap());
+                let worst = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+                assert!(worst < 1e-4, "{worst}");
+                let plain = values(project(&x, &weight, None).unwrap());
+                let unbiased = values(x.clone().matmul(weight.clone()));
+                assert!(plain.iter().zip(&unbiased).all(|(a, b)| (a - b).abs() < 1e-4));
+                // The first 37 rows alone, and on one thread: the same bits.
+                let few = values(project(&x.clone().slice([0..37, 0..96]), &weight, Some(&bias)).unwrap());
+                assert!(few.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits()));
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+                let alone = pool.install(|| values(project(&x, &weight, Some(&bias)).unwrap()));
+                assert!(alone.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits()));
+            }
+        }
+    }
+}
