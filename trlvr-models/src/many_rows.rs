@@ -39,9 +39,9 @@ mod cpu {
     /// Rows per thread from which a product's rows are split across the threads, each
     /// part on one thread; fewer rows are split by the kernels (by output columns). In a
     /// scratch bench of the kernels alone on a 2-core AVX-512 machine at SmolLM2's shapes,
-    /// splitting 1024 rows by rows ran the
-    /// layers' products 5-12% faster and the LM head's 50%; at 64 rows or fewer the
-    /// kernels' own split won (the LM head 105-110 against 83-88 GFLOP/s).
+    /// splitting 1024 rows by rows ran the layers' products 5-12% faster and the LM
+    /// head's 50%; at 64 rows or fewer the kernels' own split won (the LM head 105-110
+    /// against 83-88 GFLOP/s).
     const ROWS_PER_THREAD: usize = 64;
 
     /// The widest instruction set the kernels support on this CPU (`None`: neither).
