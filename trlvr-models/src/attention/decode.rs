@@ -11,7 +11,7 @@
 pub(crate) use cpu::attend;
 /// Shared with the prefill kernel (`attention/prefill.rs`, x86-64 only).
 #[cfg(all(feature = "flex", target_arch = "x86_64"))]
-pub(crate) use cpu::{Strides, rows_of};
+pub(crate) use cpu::{Block, by_blocks};
 #[cfg(not(feature = "flex"))]
 pub(crate) use none::attend;
 
@@ -23,6 +23,7 @@ mod cpu {
     use burn::tensor::TensorData;
     use pulp::{Arch, Simd, WithSimd};
     use rayon::prelude::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     use crate::cache::CausalMask;
     use crate::few_rows::flex_f32;
@@ -39,26 +40,52 @@ mod cpu {
         values: &Tensor<4>,
         mask: &CausalMask,
     ) -> Option<Tensor<4>> {
+        by_blocks(q, keys, values, mask, 1, |block| {
+            Arch::new().dispatch(block);
+            Some(())
+        })
+    }
+
+    /// Cuts `q`'s rows of each row and key/value head into `parts` blocks of queries
+    /// and runs `attend` on each, one Rayon task per block, into the output (shapes as
+    /// [`attend`]); `None` where `attend` or the inputs fail.
+    pub(crate) fn by_blocks(
+        q: &Tensor<4>,
+        keys: &Tensor<4>,
+        values: &Tensor<4>,
+        mask: &CausalMask,
+        parts: usize,
+        attend: impl Fn(Block<'_>) -> Option<()> + Sync,
+    ) -> Option<Tensor<4>> {
         let [b, kvh, rows, hd] = q.dims();
-        let s = keys.dims()[2];
+        let (s, t) = (keys.dims()[2], mask.queries());
+        if t == 0 || parts == 0 || rows % parts != 0 {
+            return None;
+        }
         let (q, k, v) = (flex_f32(q)?.to_contiguous(), rows_of(flex_f32(keys)?), rows_of(flex_f32(values)?));
         let (q, ks, vs) = (q.as_slice::<f32>()?, k.storage::<f32>(), v.storage::<f32>());
         let (k_at, v_at) = (Strides::of(&k), Strides::of(&v));
-        let t = mask.queries();
+        let n = rows / parts;
         let mut out = vec![0.0f32; b * kvh * rows * hd];
-        out.par_chunks_mut(rows * hd).enumerate().for_each(|(i, out)| {
-            let (r, h) = (i / kvh, i % kvh);
-            let q = &q[i * rows * hd..(i + 1) * rows * hd];
+        let failed = AtomicBool::new(false);
+        out.par_chunks_mut(n * hd).enumerate().for_each(|(i, out)| {
+            let (r, h, first) = (i / (kvh * parts), (i / parts) % kvh, (i % parts) * n);
+            let q = &q[i * n * hd..(i + 1) * n * hd];
             let keys = &ks[k_at.start(r, h)..k_at.start(r, h) + s * hd];
             let values = &vs[v_at.start(r, h)..v_at.start(r, h) + s * hd];
-            let seen = |query: usize| mask.visible_to(r, query % t).min(s);
-            Arch::new().dispatch(Head { q, keys, values, out, hd, seen: &seen });
+            let seen = |query: usize| mask.visible_to(r, (first + query) % t).min(s);
+            if attend(Block { q, keys, values, out, hd, seen: &seen }).is_none() {
+                failed.store(true, Ordering::Relaxed);
+            }
         });
+        if failed.into_inner() {
+            return None;
+        }
         Some(Tensor::from_primitive::<Flex>(FlexTensor::from_data(TensorData::new(out, [b, kvh, rows, hd]))))
     }
 
     /// `t` with each `[s, hd]` matrix stored row after row (a cache's view already is).
-    pub(crate) fn rows_of(t: FlexTensor) -> FlexTensor {
+    fn rows_of(t: FlexTensor) -> FlexTensor {
         let [_, _, _, hd] = t.layout().shape()[..] else { return t.to_contiguous() };
         let strides = t.layout().strides();
         if strides[3] == 1 && strides[2] == hd as isize && strides[0] >= 0 && strides[1] >= 0 {
@@ -69,40 +96,42 @@ mod cpu {
     }
 
     /// Where the `[s, hd]` matrix of row `r` and key/value head `h` starts in storage.
-    pub(crate) struct Strides {
+    struct Strides {
         offset: usize,
         row: usize,
         head: usize,
     }
 
     impl Strides {
-        pub(crate) fn of(t: &FlexTensor) -> Self {
+        fn of(t: &FlexTensor) -> Self {
             let layout = t.layout();
             let strides = layout.strides();
             Self { offset: layout.start_offset(), row: strides[0] as usize, head: strides[1] as usize }
         }
 
-        pub(crate) fn start(&self, r: usize, h: usize) -> usize {
+        fn start(&self, r: usize, h: usize) -> usize {
             self.offset + r * self.row + h * self.head
         }
     }
 
-    /// The query rows of one row and key/value head.
-    struct Head<'a, F: Fn(usize) -> usize> {
-        q: &'a [f32],
-        keys: &'a [f32],
-        values: &'a [f32],
-        out: &'a mut [f32],
-        hd: usize,
-        seen: &'a F,
+    /// A block of queries (`[n, hd]`) of one row and key/value head, that head's keys and
+    /// values (`[s, hd]`), the block's output (`[n, hd]`, zeros) and how many keys each of
+    /// its queries sees.
+    pub(crate) struct Block<'a> {
+        pub q: &'a [f32],
+        pub keys: &'a [f32],
+        pub values: &'a [f32],
+        pub out: &'a mut [f32],
+        pub hd: usize,
+        pub seen: &'a dyn Fn(usize) -> usize,
     }
 
-    impl<F: Fn(usize) -> usize> WithSimd for Head<'_, F> {
+    impl WithSimd for Block<'_> {
         type Output = ();
 
         #[inline(always)]
         fn with_simd<S: Simd>(self, _: S) {
-            let Head { q, keys, values, out, hd, seen } = self;
+            let Block { q, keys, values, out, hd, seen } = self;
             let mut scores = Vec::new();
             for (query, (q, out)) in q.chunks_exact(hd).zip(out.chunks_exact_mut(hd)).enumerate() {
                 let n = seen(query);

@@ -5,7 +5,7 @@
 //! four passes over `t²` scores per head. Here each block of [`ROWS`] queries of one
 //! query head multiplies only the keys its last query can see ([`many_rows::multiply`]),
 //! takes the softmax of each query's visible scores and multiplies those with the values,
-//! on one thread per block of heads. Each output sums in one order whatever the batch.
+//! one Rayon task per query head. Each output sums in one order whatever the batch.
 //!
 //! [`many_rows::multiply`]: crate::many_rows::multiply
 
@@ -28,21 +28,16 @@ const ROWS: usize = 32;
 
 #[cfg(all(feature = "flex", target_arch = "x86_64"))]
 mod cpu {
-    use burn::backend::Flex;
-    use burn::backend::flex::FlexTensor;
     use burn::prelude::*;
-    use burn::tensor::TensorData;
-    use rayon::prelude::*;
 
     use super::ROWS;
-    use crate::attention::decode::{Strides, rows_of};
+    use crate::attention::decode::{Block, by_blocks};
     use crate::cache::CausalMask;
-    use crate::few_rows::flex_f32;
     use crate::fused::cpu::softmax_prefixes;
     use crate::many_rows::{Matrix, multiply};
 
     /// `softmax(q · keysᵀ, hidden masked) · values` for untracked f32 tensors on flex;
-    /// `None` otherwise.
+    /// `None` otherwise. One block per query head: `t` queries over its key/value head.
     ///
     /// # Shapes
     /// - `q`: `[batch, kv_heads, group * t, hd]` (scaled, group-major like the mask),
@@ -53,44 +48,15 @@ mod cpu {
         values: &Tensor<4>,
         mask: &CausalMask,
     ) -> Option<Tensor<4>> {
-        let [b, kvh, rows, hd] = q.dims();
-        let (s, t) = (keys.dims()[2], mask.queries());
+        let (rows, t) = (q.dims()[2], mask.queries());
         if t == 0 || rows % t != 0 {
             return None;
         }
-        let (q, k, v) = (flex_f32(q)?.to_contiguous(), rows_of(flex_f32(keys)?), rows_of(flex_f32(values)?));
-        let (q, ks, vs) = (q.as_slice::<f32>()?, k.storage::<f32>(), v.storage::<f32>());
-        let (k_at, v_at) = (Strides::of(&k), Strides::of(&v));
-        let g = rows / t;
-        let mut out = vec![0.0f32; b * kvh * rows * hd];
-        // One task per query head: `t` queries over its key/value head.
-        let failed = std::sync::atomic::AtomicBool::new(false);
-        out.par_chunks_mut(t * hd).enumerate().for_each(|(i, out)| {
-            let (r, h) = (i / (kvh * g), (i / g) % kvh);
-            let q = &q[i * t * hd..(i + 1) * t * hd];
-            let keys = &ks[k_at.start(r, h)..k_at.start(r, h) + s * hd];
-            let values = &vs[v_at.start(r, h)..v_at.start(r, h) + s * hd];
-            let seen = |query: usize| mask.visible_to(r, query).min(s);
-            if head(q, keys, values, out, hd, &seen).is_none() {
-                failed.store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-        });
-        if failed.into_inner() {
-            return None;
-        }
-        Some(Tensor::from_primitive::<Flex>(FlexTensor::from_data(TensorData::new(out, [b, kvh, rows, hd]))))
+        by_blocks(q, keys, values, mask, rows / t, head)
     }
 
-    /// One query head's `t` queries (`q`, `[t, hd]`) over `keys` and `values` (`[s, hd]`),
-    /// query `i` seeing the first `seen(i)` keys; into `out` (`[t, hd]`).
-    fn head(
-        q: &[f32],
-        keys: &[f32],
-        values: &[f32],
-        out: &mut [f32],
-        hd: usize,
-        seen: &dyn Fn(usize) -> usize,
-    ) -> Option<()> {
+    /// One query head's `t` queries over its keys and values, [`ROWS`] at a time.
+    fn head(Block { q, keys, values, out, hd, seen }: Block<'_>) -> Option<()> {
         let (mut scores, mut probabilities) = (Vec::new(), Vec::new());
         for (block, (q, out)) in q.chunks(ROWS * hd).zip(out.chunks_mut(ROWS * hd)).enumerate() {
             let (first, m) = (block * ROWS, q.len() / hd);
