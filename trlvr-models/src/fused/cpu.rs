@@ -143,32 +143,15 @@ pub(super) fn softmax(x: &FlexTensor) -> Option<FlexTensor> {
     }
     let mut out = vec![0.0f32; input.len()];
     let rows = (TASK / width).max(1) * width;
+    let all = |_: usize| width;
     if input.len() <= rows {
-        Arch::new().dispatch(SoftmaxRows { x: input, y: &mut out, width });
+        softmax_prefixes(input, &mut out, width, &all);
     } else {
-        out.par_chunks_mut(rows).zip(input.par_chunks(rows)).for_each(|(y, x)| {
-            Arch::new().dispatch(SoftmaxRows { x, y, width });
-        });
+        out.par_chunks_mut(rows)
+            .zip(input.par_chunks(rows))
+            .for_each(|(y, x)| softmax_prefixes(x, y, width, &all));
     }
     Some(tensor(out, x))
-}
-
-/// One task of [`softmax`]: rows of `width`.
-struct SoftmaxRows<'a> {
-    x: &'a [f32],
-    y: &'a mut [f32],
-    width: usize,
-}
-
-impl WithSimd for SoftmaxRows<'_> {
-    type Output = ();
-
-    #[inline(always)]
-    fn with_simd<S: Simd>(self, s: S) {
-        for (x, y) in self.x.chunks(self.width).zip(self.y.chunks_mut(self.width)) {
-            softmax_row(s, x, y);
-        }
-    }
 }
 
 /// `y = softmax(x)` for one row.
@@ -195,8 +178,8 @@ fn softmax_row<S: Simd>(s: S, x: &[f32], y: &mut [f32]) {
     }
 }
 
-/// Causal softmax over rows of `width` scores: row `r` over its first `seen(r)` scores
-/// (at least one), the rest of its probabilities 0. On the calling thread.
+/// Softmax over rows of `width` scores, row `r` over its first `seen(r)` (a causal mask;
+/// all of them for [`softmax`]), the rest of its probabilities 0. On the calling thread.
 pub(crate) fn softmax_prefixes(x: &[f32], y: &mut [f32], width: usize, seen: &dyn Fn(usize) -> usize) {
     struct Prefixes<'a> {
         x: &'a [f32],
