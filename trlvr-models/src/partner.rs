@@ -125,18 +125,23 @@ impl Decoder {
     pub(crate) fn weights_device(&self) -> Device {
         self.embed_tokens.weight.val().device()
     }
-}
 
-impl Partner for Decoder {
-    fn vocab_size(&self) -> usize {
-        self.config.vocab_size
+    /// Runs `work` on a thread of Rayon's pool when the weights are untracked tensors of
+    /// the flex CPU backend (inline when already on one). A forward pass runs hundreds of
+    /// parallel kernels; from a thread outside the pool each is handed over and waited
+    /// for, two thread switches apiece, where on a worker it starts at once and wakes at
+    /// most one other (SmolLM2 on 2 cores: decode 34 -> 38 tokens/s at batch 1, 168 ->
+    /// 178 at batch 8, prefill +8%).
+    fn on_pool<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        if crate::few_rows::on_flex(&self.embed_tokens.weight.val()) {
+            rayon::scope(|_| work())
+        } else {
+            work()
+        }
     }
 
-    fn device(&self) -> Device {
-        self.weights_device()
-    }
-
-    fn start(&self, prompts: &[&[TokenId]], copies: usize) -> trlvr::Result<(Session, Tensor<2>)> {
+    /// [`Partner::start`], on the calling thread.
+    fn prefill(&self, prompts: &[&[TokenId]], copies: usize) -> trlvr::Result<(Session, Tensor<2>)> {
         if copies == 0 {
             return Err(Error::Input("copies must be at least 1".into()).into());
         }
@@ -158,7 +163,8 @@ impl Partner for Decoder {
         Ok((session, last.select(0, index)))
     }
 
-    fn extend(&self, session: &mut Session, feeds: &[Feed<'_>]) -> trlvr::Result<Tensor<2>> {
+    /// [`Partner::extend`], on the calling thread.
+    fn feed(&self, session: &mut Session, feeds: &[Feed<'_>]) -> trlvr::Result<Tensor<2>> {
         // 1. Check the feeds: rows in range, each at most once. No feeds, no logits.
         let no_logits = || Tensor::zeros([0, self.config.vocab_size], (&self.weights_device(), DType::F32));
         if feeds.is_empty() {
@@ -198,6 +204,24 @@ impl Partner for Decoder {
         }
         Ok(self.last_logits_of(hidden, &lengths, &rows))
     }
+}
+
+impl Partner for Decoder {
+    fn vocab_size(&self) -> usize {
+        self.config.vocab_size
+    }
+
+    fn device(&self) -> Device {
+        self.weights_device()
+    }
+
+    fn start(&self, prompts: &[&[TokenId]], copies: usize) -> trlvr::Result<(Session, Tensor<2>)> {
+        self.on_pool(|| self.prefill(prompts, copies))
+    }
+
+    fn extend(&self, session: &mut Session, feeds: &[Feed<'_>]) -> trlvr::Result<Tensor<2>> {
+        self.on_pool(|| self.feed(session, feeds))
+    }
 
     /// Once a quarter of the batch has retired, the cache keeps only the live rows (one
     /// copy of their slots): later steps compute no finished row.
@@ -230,11 +254,11 @@ impl Partner for Decoder {
 
     fn score_from(&self, batch: &TokenBatch, temperature: f32, from: &[usize]) -> trlvr::Result<Tensor<2>> {
         check_from(batch, from)?;
-        Ok(self.chunked_log_probs(batch, temperature, from)?.detach())
+        self.on_pool(|| Ok(self.chunked_log_probs(batch, temperature, from)?.detach()))
     }
 
     fn logits(&self, batch: &TokenBatch) -> trlvr::Result<Tensor<3>> {
-        Ok(self.batch_logits(batch)?.detach().cast(DType::F32))
+        self.on_pool(|| Ok(self.batch_logits(batch)?.detach().cast(DType::F32)))
     }
 }
 

@@ -281,3 +281,23 @@ fn score_from_is_score_past_each_rows_start() {
         assert!(model.score_from(&batch, 0.7, &[1]).is_err(), "one start per row");
     }
 }
+
+/// Decoding moves onto Rayon's pool from outside it and stays on the caller's worker
+/// inside one (the demo trains runs in pools of its own): both give the same bits, and a
+/// pool of one thread, whose only worker is the caller, does not deadlock.
+#[test]
+fn decoding_inside_a_thread_pool_matches_decoding_outside() {
+    let model = load(FIXTURES[0]);
+    let decode = || {
+        let prompts: [&[u32]; 2] = [&[5, 17, 200, 3], &[9, 8]];
+        let (mut session, first) = model.start(&prompts, 2).unwrap();
+        let next = model.extend(&mut session, &[Feed::predict(0, &[4]), Feed::predict(3, &[7, 1])]).unwrap();
+        let scores = model.score(&TokenBatch::new(vec![vec![1, 2, 3, 4]], 0).unwrap(), 1.0).unwrap();
+        [to_vec(first), to_vec(next), to_vec(scores)]
+    };
+    let outside = decode();
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        assert_eq!(pool.install(decode), outside, "{threads} threads");
+    }
+}
