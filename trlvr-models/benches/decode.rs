@@ -14,8 +14,9 @@
 //! `cargo bench -p trlvr-models --bench decode [-- FILTER]` runs the cases whose name
 //! contains `FILTER` (e.g. `smollm2`, `b8`); `--irregular` adds SmolLM2 decode rates
 //! for ragged feeds and for half the rows; `--profile` instead times the parts of one
-//! SmolLM2 decode step, and `--prefill` repeats SmolLM2's batch-8 prefill alone, then
-//! times its projections' products alone (the gemm's share of it).
+//! SmolLM2 decode step, `--prefill` repeats SmolLM2's batch-8 prefill alone, then
+//! times its projections' products alone (the gemm's share of it), and `--bandwidth`
+//! times a streaming read of memory: the floor of a batch-1 decode step.
 #![allow(clippy::print_stdout, missing_docs)]
 
 use std::time::Instant;
@@ -345,8 +346,65 @@ fn irregular(model: &Decoder) -> (f64, f64) {
     (rates[0], rates[1])
 }
 
+/// The machine's streaming read on Rayon's threads, and what it allows a decode step: a
+/// step at batch 1 reads every f32 weight once, so no f32 decoder (ours or torch's) runs
+/// faster than the weights' bytes over this rate.
+fn bandwidth(model: &Decoder) {
+    use rayon::prelude::*;
+    const LANES: usize = 16;
+    let data = vec![1.0f32; 1 << 28]; // 1 GiB, far past any cache
+    let sum = |data: &[f32]| {
+        data.par_chunks(1 << 16)
+            .map(|chunk| {
+                let mut lanes = [0.0f32; LANES];
+                for part in chunk.chunks_exact(LANES) {
+                    for (l, v) in lanes.iter_mut().zip(part) {
+                        *l += v;
+                    }
+                }
+                lanes.iter().sum::<f32>()
+            })
+            .sum::<f32>()
+    };
+    let mut rates: Vec<f64> = (0..REPEATS)
+        .map(|_| {
+            let started = Instant::now();
+            std::hint::black_box(sum(std::hint::black_box(&data)));
+            (data.len() * 4) as f64 / started.elapsed().as_secs_f64() / 1e9
+        })
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    let rate = rates[rates.len() / 2];
+    // The decoder's weights; a tied embedding is read once, by the LM head.
+    let mut floats = 0;
+    model.visit(&mut Count(&mut floats));
+    let gb = (floats * 4) as f64 / 1e9;
+    println!(
+        "streaming read on {} threads: {rate:.1} GB/s (median of {REPEATS})",
+        rayon::current_num_threads()
+    );
+    println!(
+        "SmolLM2-135M's f32 weights: {gb:.3} GB; a batch-1 decode step reads each once: at least {:.1} ms, at most {:.1} tokens/s",
+        gb / rate * 1e3,
+        rate / gb
+    );
+}
+
+/// Counts the floats of a module's parameters.
+struct Count<'a>(&'a mut usize);
+
+impl burn::module::ModuleVisitor for Count<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<D>>) {
+        *self.0 += param.val().shape().num_elements();
+    }
+}
+
 fn main() {
     trlvr::device::keep_freed_memory();
+    if std::env::args().any(|a| a == "--bandwidth") {
+        bandwidth(&smollm2_135m().init(&Device::default()));
+        return;
+    }
     if std::env::args().any(|a| a == "--prefill") {
         prefill_only(&smollm2_135m().init(&Device::default()).with_decode_layout());
         return;

@@ -104,7 +104,10 @@ mod cpu {
     fn product(x: &[f32], w: &[f32], bias: Option<&[f32]>, rows: usize, d: usize, out: usize) -> Vec<f32> {
         // Each task writes its outputs' column of `yᵀ` (`[out, rows]`), then one pass transposes.
         let mut yt = vec![0.0f32; out * rows];
-        let per_task = (TASK_FLOATS / d).next_multiple_of(4).max(4);
+        // A multiple of the threads' count of tasks, of equal size: a step waits for the
+        // slowest thread at every product.
+        let tasks = (out * d).div_ceil(TASK_FLOATS).next_multiple_of(rayon::current_num_threads());
+        let per_task = out.div_ceil(tasks).next_multiple_of(4).max(4);
         let task = |(i, yt): (usize, &mut [f32])| {
             let first = i * per_task;
             let n = yt.len() / rows;
