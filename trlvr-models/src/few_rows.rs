@@ -189,8 +189,8 @@ mod cpu {
 
     /// Floats of weight ahead of the sums that [`Prefetch`] asks for (8 KiB). The hardware
     /// prefetcher alone falls behind four interleaved streams of short rows: SmolLM2's
-    /// 576-float rows at 4-8 rows of `x` streamed at 15-21 GB/s in a scratch kernel, 21-26
-    /// with this hint, on a 2-core AVX-512 Xeon whose plain read runs at 26.
+    /// 576-float rows at 1-8 rows of `x` streamed at 13-19 GB/s in a scratch kernel, 21-25
+    /// with this hint, on a 2-core AVX-512 Xeon whose streaming read runs at 28.
     const AHEAD: usize = 2048;
 
     /// Asks the cache for weights before their loads need them (x86's `prefetcht0`, a hint

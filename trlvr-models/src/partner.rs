@@ -130,8 +130,8 @@ impl Decoder {
     /// the flex CPU backend (inline when already on one). A forward pass runs hundreds of
     /// parallel kernels; from a thread outside the pool each is handed over and waited
     /// for, two thread switches apiece, where on a worker it starts at once and wakes at
-    /// most one other (SmolLM2 on 2 cores: decode 34 -> 38 tokens/s at batch 1, 168 ->
-    /// 178 at batch 8, prefill +8%).
+    /// most one other (SmolLM2 on 2 cores: decode 33.5-35.4 -> 37.1 tokens/s at batch 1,
+    /// 166 -> 174-178 at batch 8).
     fn on_pool<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
         if crate::few_rows::on_flex(&self.embed_tokens.weight.val()) {
             rayon::scope(|_| work())
