@@ -224,15 +224,19 @@ impl Decoder {
     }
 }
 
-/// How long [`keep_polling`] polls without finding a task before it gives its thread back.
-const POLL_IDLE: std::time::Duration = std::time::Duration::from_millis(2);
+/// How long [`keep_polling`] spins without finding a task (a forward pass's kernels are
+/// microseconds apart), then yields its core between polls (to another process's threads,
+/// such as a second MPI rank's on the same cores), then gives its thread back.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+const POLL_IDLE: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Runs Rayon's pending tasks on this worker until `done`, polling between them: a worker
 /// that sleeps between a forward pass's kernels must be woken for each.
 ///
 /// Returns at once on the `caller`'s own thread (it popped this task while waiting, and
 /// would wait on itself), and after [`POLL_IDLE`] without a task: a worker may have taken
-/// this task while inside one of the caller's own, which then waits below it.
+/// this task while inside one of the caller's own, which then waits below it, and a long
+/// serial stretch of the caller's is better waited out asleep.
 fn keep_polling(caller: Option<usize>, done: &AtomicBool) {
     if rayon::current_thread_index() == caller {
         return;
@@ -241,10 +245,12 @@ fn keep_polling(caller: Option<usize>, done: &AtomicBool) {
     while !done.load(Ordering::Acquire) {
         if rayon::yield_now() == Some(rayon::Yield::Executed) {
             last_task = std::time::Instant::now();
-        } else if last_task.elapsed() > POLL_IDLE {
-            return;
-        } else {
-            std::hint::spin_loop();
+            continue;
+        }
+        match last_task.elapsed() {
+            idle if idle > POLL_IDLE => return,
+            idle if idle > SPIN => std::thread::yield_now(),
+            _ => std::hint::spin_loop(),
         }
     }
 }
