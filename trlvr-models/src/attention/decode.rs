@@ -4,8 +4,8 @@
 //! slots: as tensor ops that is a batched product of `b × kv_heads` tiny matrices, a mask,
 //! a softmax and a second product, each a pass over memory with its own overhead (9 ms of
 //! a SmolLM2 step at 8 rows and 160 cached tokens). Here each query row reads its visible
-//! keys and values once, split across Rayon's threads by row and key/value head. Each
-//! output sums in one order whatever the batch, so a row does not depend on its neighbours.
+//! keys and values once, one Rayon task per query row. Each output sums in one order
+//! whatever the batch, so a row does not depend on its neighbours.
 
 #[cfg(feature = "flex")]
 pub(crate) use cpu::attend;
@@ -40,7 +40,9 @@ mod cpu {
         values: &Tensor<4>,
         mask: &CausalMask,
     ) -> Option<Tensor<4>> {
-        by_blocks(q, keys, values, mask, 1, |block| {
+        // One Rayon task per query row: a batch-1 step of SmolLM2 has 3 key/value heads of 3
+        // query heads, and 3 tasks left a core idle (its attention 2.6 -> 1.1 ms a step).
+        by_blocks(q, keys, values, mask, q.dims()[2], |block| {
             Arch::new().dispatch(block);
             Some(())
         })
