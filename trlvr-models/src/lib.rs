@@ -79,6 +79,7 @@ pub mod load;
 mod many_rows;
 pub mod packing;
 mod partner;
+mod pool;
 pub mod rope;
 pub mod save;
 

@@ -9,7 +9,6 @@
 //! predicting row goes through the LM head.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use burn::prelude::*;
 use burn::tensor::DType;
@@ -127,35 +126,13 @@ impl Decoder {
         self.embed_tokens.weight.val().device()
     }
 
-    /// Runs `work` on a thread of Rayon's pool when the weights are untracked tensors of
-    /// the flex CPU backend (inline when already on one), with the pool's other threads
-    /// kept polling for its parallel kernels until it ends.
-    ///
-    /// A forward pass runs hundreds of parallel kernels, a few microseconds of serial work
-    /// apart. From a thread outside the pool, each kernel was handed over and waited for;
-    /// on a worker it starts at once (SmolLM2, 2 cores: batch-1 decode 33.5-35.4 -> 37.1
-    /// tokens/s, batch 8 166 -> 174-178). Between kernels an idle worker goes to sleep
-    /// and must be woken for the next: [`keep_polling`] tasks keep the others stealing
-    /// instead, spinning as OpenMP's active wait does (batch 8 178-182 -> 208-216
-    /// tokens/s). Only for calls from outside the pool: inside one (the demo's runs side
-    /// by side), the other workers have their own work.
+    /// Runs `work` on Rayon's pool ([`crate::pool::run`]) when the weights are untracked
+    /// tensors of the flex CPU backend, whose kernels run there; elsewhere here.
     fn on_pool<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
-        if !crate::few_rows::on_flex(&self.embed_tokens.weight.val()) {
-            return work();
+        match crate::few_rows::on_flex(&self.embed_tokens.weight.val()) {
+            true => crate::pool::run(work),
+            false => work(),
         }
-        if rayon::current_thread_index().is_some() || rayon::current_num_threads() < 2 {
-            return rayon::scope(|_| work());
-        }
-        let done = AtomicBool::new(false);
-        rayon::scope(|s| {
-            let (caller, done) = (rayon::current_thread_index(), &done);
-            for _ in 1..rayon::current_num_threads() {
-                s.spawn(move |_| keep_polling(caller, done));
-            }
-            // Set on the way out, a panic included: the scope waits for the poller.
-            let _done = SetOnDrop(done);
-            work()
-        })
     }
 
     /// [`Partner::start`], on the calling thread.
@@ -221,46 +198,6 @@ impl Decoder {
             return Ok(no_logits());
         }
         Ok(self.last_logits_of(hidden, &lengths, &rows))
-    }
-}
-
-/// How long [`keep_polling`] spins without finding a task (a forward pass's kernels are
-/// microseconds apart), then yields its core between polls (to another process's threads,
-/// such as a second MPI rank's on the same cores), then gives its thread back.
-const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
-const POLL_IDLE: std::time::Duration = std::time::Duration::from_millis(1);
-
-/// Runs Rayon's pending tasks on this worker until `done`, polling between them: a worker
-/// that sleeps between a forward pass's kernels must be woken for each.
-///
-/// Returns at once on the `caller`'s own thread (it popped this task while waiting, and
-/// would wait on itself), and after [`POLL_IDLE`] without a task: a worker may have taken
-/// this task while inside one of the caller's own, which then waits below it, and a long
-/// serial stretch of the caller's is better waited out asleep.
-fn keep_polling(caller: Option<usize>, done: &AtomicBool) {
-    if rayon::current_thread_index() == caller {
-        return;
-    }
-    let mut last_task = std::time::Instant::now();
-    while !done.load(Ordering::Acquire) {
-        if rayon::yield_now() == Some(rayon::Yield::Executed) {
-            last_task = std::time::Instant::now();
-            continue;
-        }
-        match last_task.elapsed() {
-            idle if idle > POLL_IDLE => return,
-            idle if idle > SPIN => std::thread::yield_now(),
-            _ => std::hint::spin_loop(),
-        }
-    }
-}
-
-/// Sets its flag when dropped.
-struct SetOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for SetOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
     }
 }
 
