@@ -77,11 +77,12 @@ def run(model, batch):
 
 
 @torch.inference_mode()
-def projections(rows=8 * PROMPT, repeats=15):
-    """SmolLM2-135M's batch-8 prefill alone, then the products of its projections alone
-    (every layer's seven weights against `rows` rows), as the Rust bench's `--prefill`."""
+def projections(batch, repeats=15):
+    """SmolLM2-135M's prefill of `batch` prompts alone, then the products of its projections
+    alone (every layer's seven weights against as many rows), as the Rust bench's `--prefill`."""
     model = smollm2_135m().eval()
-    ids = prompts(8, model.config.vocab_size)
+    rows = batch * PROMPT
+    ids = prompts(batch, model.config.vocab_size)
     model(input_ids=ids, use_cache=True, logits_to_keep=1)
 
     def prefill():
@@ -90,7 +91,7 @@ def projections(rows=8 * PROMPT, repeats=15):
         return time.perf_counter() - started
 
     per_prefill = statistics.median(prefill() for _ in range(9))
-    print(f"smollm2-135m b8 prefill: {8 * PROMPT / per_prefill:.0f} tok/s (median of 9)")
+    print(f"smollm2-135m b{batch} prefill: {rows / per_prefill:.0f} tok/s (median of 9)")
     layer = model.model.layers[0]
     a, m = layer.self_attn, layer.mlp
     weights = [p.weight for p in (a.q_proj, a.k_proj, a.v_proj, a.o_proj, m.gate_proj, m.up_proj, m.down_proj)]
@@ -115,12 +116,13 @@ def main():
     parser.add_argument("filter", nargs="?", default="")
     parser.add_argument("--json")
     parser.add_argument("--projections", action="store_true",
-                        help="SmolLM2's batch-8 prefill and its projections' products alone")
+                        help="SmolLM2's batch-1 and batch-8 prefills and their projections' products alone")
     args = parser.parse_args()
     torch.set_num_threads(2)
     torch.manual_seed(0)
     if args.projections:
-        projections()
+        projections(1)
+        projections(8)
         return
     results = {}
     print("| case | prefill tok/s | decode tok/s |")

@@ -14,7 +14,7 @@
 //! `cargo bench -p trlvr-models --bench decode [-- FILTER]` runs the cases whose name
 //! contains `FILTER` (e.g. `smollm2`, `b8`); `--irregular` adds SmolLM2 decode rates
 //! for ragged feeds and for half the rows; `--profile` instead times the parts of one
-//! SmolLM2 decode step, `--prefill` repeats SmolLM2's batch-8 prefill alone, then
+//! SmolLM2 decode step, `--prefill` repeats SmolLM2's batch-1 and batch-8 prefills alone, then
 //! times its projections' products alone (the gemm's share of it), and `--bandwidth`
 //! times a streaming read of memory: the floor of a batch-1 decode step.
 #![allow(clippy::print_stdout, missing_docs)]
@@ -103,11 +103,11 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-/// Prints the prefill rate of 8 prompts of `PROMPT` tokens, the median of 9 after a
+/// Prints the prefill rate of `batch` prompts of `PROMPT` tokens, the median of 9 after a
 /// warm-up: a figure steadier than one `run`'s, and a loop to profile.
-fn prefill_only(model: &Decoder) {
+fn prefill_only(model: &Decoder, batch: u32) {
     let vocab = model.config().vocab_size as u32;
-    let prompts: Vec<Vec<u32>> = (0..8u32)
+    let prompts: Vec<Vec<u32>> = (0..batch)
         .map(|r| (0..PROMPT as u32).map(|i| (i * 7919 + r * 104_729 + 13) % vocab).collect())
         .collect();
     let refs: Vec<&[u32]> = prompts.iter().map(Vec::as_slice).collect();
@@ -120,46 +120,59 @@ fn prefill_only(model: &Decoder) {
         })
         .collect();
     let seconds = median(&mut seconds);
-    println!("smollm2-135m b8 prefill: {:.0} tok/s (median of 9)", (refs.len() * PROMPT) as f64 / seconds);
+    println!(
+        "smollm2-135m b{batch} prefill: {:.0} tok/s (median of 9)",
+        (refs.len() * PROMPT) as f64 / seconds
+    );
     projections(model, refs.len() * PROMPT, seconds);
 }
 
 /// Times the products of one prefill's projections alone (every layer's seven weights, as
 /// stored, against `rows` rows, as the decoder multiplies them), to tell the products'
-/// share of a prefill from the rest's. `scripts/bench_transformers.py --projections`
-/// times torch's at the same shapes.
+/// share of a prefill from the rest's; then the same weights in the layout a model trains
+/// in (`[in, out]` row-major), alternating, which the gemm kernels take. `scripts/
+/// bench_transformers.py --projections` times torch's at the same shapes.
 fn projections(model: &Decoder, rows: usize, per_prefill: f64) {
     let layer = &model.layers[0];
     let (a, m) = (&layer.self_attn, &layer.mlp);
-    let layers = [&a.q_proj, &a.k_proj, &a.v_proj, &a.o_proj, &m.gate_proj, &m.up_proj, &m.down_proj];
-    let weights = layers.map(|l| l.weight.val());
-    let inputs: Vec<Tensor<3>> = weights
+    let stored = [&a.q_proj, &a.k_proj, &a.v_proj, &a.o_proj, &m.gate_proj, &m.up_proj, &m.down_proj];
+    let trained = stored.map(|l| {
+        let mut l = l.clone();
+        let w = l.weight.val();
+        l.weight = burn::module::Param::from_tensor(Tensor::from_data(w.to_data(), &w.device()));
+        l
+    });
+    let inputs: Vec<Tensor<3>> = stored
         .iter()
-        .map(|w| Tensor::random([1, rows, w.dims()[0]], burn::tensor::Distribution::Default, &w.device()))
+        .map(|l| {
+            let w = l.weight.val();
+            Tensor::random([1, rows, w.dims()[0]], burn::tensor::Distribution::Default, &w.device())
+        })
         .collect();
-    let run = || {
+    let run = |layers: &[&burn::nn::Linear]| {
+        let started = Instant::now();
         for (x, layer) in inputs.iter().zip(layers) {
             // Flex runs each op as it is called: no read back needed (torch's side has none).
             drop(trlvr_models::linear(layer, x.clone()));
         }
+        started.elapsed().as_secs_f64()
     };
-    run();
-    let mut seconds: Vec<f64> = (0..15)
-        .map(|_| {
-            let started = Instant::now();
-            run();
-            started.elapsed().as_secs_f64()
-        })
-        .collect();
-    let per_layer = median(&mut seconds);
-    let flops: usize = weights.iter().map(|w| 2 * rows * w.dims()[0] * w.dims()[1]).sum();
-    let all = per_layer * model.layers.len() as f64;
+    let trained: Vec<&burn::nn::Linear> = trained.iter().collect();
+    run(&stored);
+    run(&trained);
+
+    let (mut as_stored, mut as_trained): (Vec<f64>, Vec<f64>) =
+        (0..15).map(|_| (run(&stored), run(&trained))).unzip();
+    let (as_stored, as_trained) = (median(&mut as_stored), median(&mut as_trained));
+    let flops: usize = stored.iter().map(|l| 2 * rows * l.weight.dims()[0] * l.weight.dims()[1]).sum();
+    let all = as_stored * model.layers.len() as f64;
+    let rate = |seconds: f64| flops as f64 / seconds / 1e9;
     println!(
-        "  projections alone: {:.3} s of a {per_prefill:.3} s prefill ({:.0}%), {:.1} GFLOP/s",
-        all,
+        "  projections alone: {all:.3} s of a {per_prefill:.3} s prefill ({:.0}%), {:.1} GFLOP/s",
         100.0 * all / per_prefill,
-        flops as f64 / per_layer / 1e9
+        rate(as_stored)
     );
+    println!("  the same weights in the training layout: {:.1} GFLOP/s", rate(as_trained));
 }
 
 /// Times the parts of one decode step of `model` at batch `b` with `past` cached
@@ -406,7 +419,9 @@ fn main() {
         return;
     }
     if std::env::args().any(|a| a == "--prefill") {
-        prefill_only(&smollm2_135m().init(&Device::default()).with_decode_layout());
+        let model = smollm2_135m().init(&Device::default()).with_decode_layout();
+        prefill_only(&model, 1);
+        prefill_only(&model, 8);
         return;
     }
     if std::env::args().any(|a| a == "--profile") {

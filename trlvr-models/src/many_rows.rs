@@ -7,10 +7,15 @@
 //! runs, alternating. It is called directly, not through faer, which would add about
 //! three minutes of compile time for its other kernels. Each output row is summed in the
 //! same order whatever the number of rows or threads (test below), so a sequence's
-//! values do not depend on the rest of its batch.
+//! values do not depend on the rest of its batch. A short prompt's products with a
+//! frozen model's weights (49 to 64 rows a thread, the decode layout, AVX-512) skip the
+//! kernels' repacking of the weight (`avx512.rs`), in the same order.
 
 #[cfg(all(feature = "flex", target_arch = "x86_64"))]
 pub(crate) use cpu::{Matrix, multiply, project};
+
+#[cfg(all(feature = "flex", target_arch = "x86_64"))]
+mod avx512;
 
 /// Always `None` where the kernels are not built: the caller takes Burn's matmul.
 #[cfg(not(all(feature = "flex", target_arch = "x86_64")))]
@@ -29,6 +34,9 @@ mod cpu {
     use burn::prelude::*;
     use burn::tensor::TensorData;
     use private_gemm_x86 as kernels;
+    use rayon::prelude::*;
+
+    use super::avx512;
 
     use crate::few_rows::flex_f32;
 
@@ -74,31 +82,79 @@ mod cpu {
         if rows == 0 || out == 0 || strides.iter().any(|&s| s < 0) {
             return None;
         }
-        // The bias fills the output, which the product then adds to.
-        let (mut y, accum) = match bias {
-            Some(b) => {
-                let b = flex_f32(b)?.to_contiguous();
-                (b.as_slice::<f32>()?.repeat(rows), kernels::Accum::Add)
-            }
-            None => (vec![0.0f32; rows * out], kernels::Accum::Replace),
-        };
         let xs = x.as_slice::<f32>()?;
         let ws = w.storage::<f32>().get(w.layout().start_offset()..)?;
-        let lhs = Matrix { data: xs, rows, cols: depth, row_stride: depth, col_stride: 1 };
-        let rhs = Matrix {
-            data: ws,
-            rows: depth,
-            cols: out,
-            row_stride: strides[0] as usize,
-            col_stride: strides[1] as usize,
+        let bias = match bias {
+            Some(b) => Some(flex_f32(b)?.to_contiguous()),
+            None => None,
+        };
+        let bias = match &bias {
+            Some(b) => Some(b.as_slice::<f32>()?),
+            None => None,
         };
         // Small products (a tiny model's) stay on the calling thread, as flex's gemm's do.
         let threads = match rows * depth * out >= PARALLEL_WORK {
             true => rayon::current_num_threads(),
             false => 1,
         };
-        multiply_with(set, &mut y, lhs, rhs, accum, threads)?;
-        Some(Tensor::from_primitive::<Flex>(FlexTensor::from_data(TensorData::new(y, [rows, out]))))
+        let tensor = |y: Vec<f32>| {
+            Tensor::from_primitive::<Flex>(FlexTensor::from_data(TensorData::new(y, [rows, out])))
+        };
+        let by_kernels = || {
+            // The bias fills the output, which the product then adds to.
+            let (mut y, accum) = match bias {
+                Some(b) => (b.repeat(rows), kernels::Accum::Add),
+                None => (vec![0.0f32; rows * out], kernels::Accum::Replace),
+            };
+            let lhs = Matrix { data: xs, rows, cols: depth, row_stride: depth, col_stride: 1 };
+            let rhs = Matrix {
+                data: ws,
+                rows: depth,
+                cols: out,
+                row_stride: strides[0] as usize,
+                col_stride: strides[1] as usize,
+            };
+            multiply_with(set, &mut y, lhs, rhs, accum, threads).map(|()| y)
+        };
+        // 49 to 64 rows a thread with a weight in the decode layout: read as stored on
+        // AVX-512 where that gives the kernels' bits for this shape (tried on its first
+        // product), so that a row's values never depend on which path its batch took.
+        // Fewer rows would leave a panel part empty (at 64 rows on 2 threads: 115 GFLOP/s
+        // against the kernels' 161), more would take several (at 256: 213 against 218).
+        if strides == [1, depth as isize]
+            && avx512::ROWS_PER_THREAD.div_ceil(4) * 3 < rows.div_ceil(threads)
+            && rows <= avx512::ROWS_PER_THREAD * threads
+            && let Some(v4) = pulp::x86::V4::try_new()
+        {
+            let w = ws.get(..out * depth)?;
+            let shape = (depth, out, bias.is_some());
+            let ours = || avx512::product(v4, xs, w, bias, depth, out, threads);
+            match avx512_agrees(shape) {
+                Some(true) => return Some(tensor(ours())),
+                Some(false) => {}
+                None => {
+                    let (ours, theirs) = (ours(), by_kernels()?);
+                    let same = ours.iter().zip(&theirs).all(|(a, b)| a.to_bits() == b.to_bits());
+                    AVX512_AGREES
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push((shape, same));
+                    return Some(tensor(theirs));
+                }
+            }
+        }
+        Some(tensor(by_kernels()?))
+    }
+
+    /// A product's shape: inputs, outputs, whether it has a bias.
+    type Shape = (usize, usize, bool);
+
+    /// Per shape: whether [`avx512::product`] gave the kernels' bits.
+    static AVX512_AGREES: std::sync::Mutex<Vec<(Shape, bool)>> = std::sync::Mutex::new(Vec::new());
+
+    fn avx512_agrees(shape: Shape) -> Option<bool> {
+        let known = AVX512_AGREES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        known.iter().find(|(s, _)| *s == shape).map(|(_, same)| *same)
     }
 
     /// A matrix read at strides (in elements) from a slice.
@@ -142,7 +198,6 @@ mod cpu {
             return Some(());
         }
         if threads > 1 && rows >= ROWS_PER_THREAD * threads {
-            use rayon::prelude::*;
             let part = rows.div_ceil(threads);
             return dst.par_chunks_mut(part * cols).enumerate().try_for_each(|(i, dst)| {
                 let data = lhs.data.get(i * part * lhs.row_stride..)?;
@@ -197,6 +252,31 @@ mod cpu {
 
         fn values(t: Tensor<2>) -> Vec<f32> {
             t.into_data().try_to_vec::<f32>().unwrap()
+        }
+
+        /// A prompt of 100 rows on two threads (the AVX-512 path, where it agrees with the
+        /// kernels) has the bits of the same rows inside a batch of 300 (the kernels), on
+        /// its first product (the trial) and after.
+        #[test]
+        fn a_short_prompt_has_its_bits_in_a_batch() {
+            if instructions().is_none() {
+                return;
+            }
+            let device = Device::flex();
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+            let x = Tensor::<2>::random([300, 576], Distribution::Default, &device);
+            let w = decode_layout(Tensor::<2>::random([576, 192], Distribution::Default, &device));
+            let bias = Tensor::<1>::random([192], Distribution::Default, &device);
+            for bias in [None, Some(&bias)] {
+                let batch = pool.install(|| values(project(&x, &w, bias).unwrap()));
+                for _ in 0..2 {
+                    let prompt = pool
+                        .install(|| values(project(&x.clone().slice([0..100, 0..576]), &w, bias).unwrap()));
+                    assert!(prompt.iter().zip(&batch).all(|(a, b)| a.to_bits() == b.to_bits()));
+                }
+                let shape = (576, 192, bias.is_some());
+                assert!(pulp::x86::V4::try_new().is_none() || avx512_agrees(shape).is_some(), "tried");
+            }
         }
 
         /// Against Burn's matmul (to rounding) in both weight layouts, with and without a
