@@ -15,7 +15,7 @@
 pub(crate) const MAX_ROWS: usize = 32;
 
 #[cfg(feature = "flex")]
-pub(crate) use cpu::{decode_layout, flex_f32, in_decode_layout, on_flex, project};
+pub(crate) use cpu::{decode_layout, flex_bias, flex_f32, in_decode_layout, on_flex, project};
 #[cfg(not(feature = "flex"))]
 pub(crate) use none::{decode_layout, in_decode_layout, on_flex, project};
 
@@ -68,10 +68,7 @@ mod cpu {
         }
         let w = flex_f32(weight).filter(is_decode_layout)?;
         let x = flex_f32(x)?.to_contiguous();
-        let bias = match bias {
-            Some(b) => Some(flex_f32(b)?.to_contiguous()),
-            None => None,
-        };
+        let bias = flex_bias(bias)?;
         let bias = match &bias {
             Some(b) => Some(b.as_slice::<f32>()?),
             None => None,
@@ -87,6 +84,15 @@ mod cpu {
             return None;
         }
         t.clone().try_into_primitive::<Flex>().ok()
+    }
+
+    /// A product's bias, contiguous: `Some(None)` without one, `None` if it is not an f32
+    /// tensor on flex.
+    pub(crate) fn flex_bias(bias: Option<&Tensor<1>>) -> Option<Option<FlexTensor>> {
+        match bias {
+            Some(b) => Some(Some(flex_f32(b)?.to_contiguous())),
+            None => Some(None),
+        }
     }
 
     /// Whether `t` is a tensor of the flex backend outside autodiff.

@@ -38,7 +38,7 @@ mod cpu {
 
     use super::avx512;
 
-    use crate::few_rows::flex_f32;
+    use crate::few_rows::{flex_bias, flex_f32};
 
     /// Multiply-adds from which [`project`] splits a product across the threads (192³,
     /// flex's threshold).
@@ -84,10 +84,7 @@ mod cpu {
         }
         let xs = x.as_slice::<f32>()?;
         let ws = w.storage::<f32>().get(w.layout().start_offset()..)?;
-        let bias = match bias {
-            Some(b) => Some(flex_f32(b)?.to_contiguous()),
-            None => None,
-        };
+        let bias = flex_bias(bias)?;
         let bias = match &bias {
             Some(b) => Some(b.as_slice::<f32>()?),
             None => None,
