@@ -113,14 +113,11 @@ mod cpu {
             };
             multiply_with(set, &mut y, lhs, rhs, accum, threads).map(|()| y)
         };
-        // 49 to 64 rows a thread with a weight in the decode layout: read as stored on
-        // AVX-512 where that gives the kernels' bits for this shape (tried on its first
-        // product), so that a row's values never depend on which path its batch took.
-        // Fewer rows would leave a panel part empty (at 64 rows on 2 threads: 115 GFLOP/s
-        // against the kernels' 161), more would take several (at 256: 213 against 218).
+        // A short prompt with a weight in the decode layout: read as stored on AVX-512
+        // where that gives the kernels' bits for this shape (tried on its first product),
+        // so that a row's values never depend on which path its batch took.
         if strides == [1, depth as isize]
-            && avx512::ROWS_PER_THREAD.div_ceil(4) * 3 < rows.div_ceil(threads)
-            && rows <= avx512::ROWS_PER_THREAD * threads
+            && avx512::takes(rows, threads)
             && let Some(v4) = pulp::x86::V4::try_new()
         {
             let w = ws.get(..out * depth)?;
