@@ -7,9 +7,9 @@
 //! runs, alternating. It is called directly, not through faer, which would add about
 //! three minutes of compile time for its other kernels. Each output row is summed in the
 //! same order whatever the number of rows or threads (test below), so a sequence's
-//! values do not depend on the rest of its batch. A short prompt's products with a
-//! frozen model's weights (49 to 64 rows a thread, the decode layout, AVX-512) skip the
-//! kernels' repacking of the weight (`avx512.rs`), in the same order.
+//! values do not depend on the rest of its batch. A prefill's products with a frozen
+//! model's weights (the decode layout, AVX-512, tasks of 49 to 64 rows) skip the kernels'
+//! repacking of the weight (`avx512.rs`), in the same order.
 
 #[cfg(all(feature = "flex", target_arch = "x86_64"))]
 pub(crate) use cpu::{Matrix, multiply, project};
@@ -113,7 +113,7 @@ mod cpu {
             };
             multiply_with(set, &mut y, lhs, rhs, accum, threads).map(|()| y)
         };
-        // A short prompt with a weight in the decode layout: read as stored on AVX-512
+        // A prefill with a weight in the decode layout: read as stored on AVX-512
         // where that gives the kernels' bits for this shape (tried on its first product),
         // so that a row's values never depend on which path its batch took.
         if strides == [1, depth as isize]
@@ -249,8 +249,8 @@ mod cpu {
         }
 
         /// A prompt of 100 rows on two threads (the AVX-512 path, where it agrees with the
-        /// kernels) has the bits of the same rows inside a batch of 300 (the kernels), on
-        /// its first product (the trial) and after.
+        /// kernels) has the bits of the same rows inside a batch of 160 (the kernels: its
+        /// panels would be part empty), on its first product (the trial) and after.
         #[test]
         fn a_short_prompt_has_its_bits_in_a_batch() {
             if instructions().is_none() {
@@ -258,7 +258,8 @@ mod cpu {
             }
             let device = Device::flex();
             let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
-            let x = Tensor::<2>::random([300, 576], Distribution::Default, &device);
+            assert!(avx512::takes(100, 2) && !avx512::takes(160, 2), "the test covers both paths");
+            let x = Tensor::<2>::random([160, 576], Distribution::Default, &device);
             let w = decode_layout(Tensor::<2>::random([576, 192], Distribution::Default, &device));
             let bias = Tensor::<1>::random([192], Distribution::Default, &device);
             for bias in [None, Some(&bias)] {

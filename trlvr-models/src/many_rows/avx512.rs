@@ -1,6 +1,6 @@
-//! Products of 49 to 64 rows per thread with a weight in the decode layout (`[out, in]`,
-//! the layout of a frozen model's projections) on AVX-512: the prefill of one short
-//! prompt.
+//! Products of many rows with a weight in the decode layout (`[out, in]`, the layout of a
+//! frozen model's projections) on AVX-512: the prefill of a prompt or a batch of prompts,
+//! in tasks of 49 to 64 rows.
 //!
 //! The gemm kernels repack such a weight at every call, 17% of a 128-row product. Here
 //! each task packs its rows of `x` instead, `out` times less work, into one panel
@@ -33,17 +33,22 @@ const RUN: usize = 16;
 /// SmolLM2's shapes, found by matching their bits).
 const SLICE: usize = 512;
 
-/// Whether [`product`] pays for `rows` rows on `threads` threads: one panel each, at
-/// least three quarters full. Emptier panels waste their sums (64 rows on 2 threads: 115
-/// GFLOP/s against the kernels' 161), more rows would take several panels, where the
-/// kernels' repacking is amortised (256 rows: 213 against 218).
+/// Whether [`product`] pays for `rows` rows on `threads` threads: panels at least three
+/// quarters full. Emptier panels waste their sums (64 rows on 2 threads: 115 GFLOP/s
+/// against the kernels' 161); full ones beat the kernels' repacking at 128 rows and
+/// still at 1024 (SmolLM2's projections at batch 8: 265-270 against 253-256 GFLOP/s).
 pub(super) fn takes(rows: usize, threads: usize) -> bool {
-    PANEL / 4 * 3 < rows.div_ceil(threads) && rows <= PANEL * threads
+    rows_per_task(rows, threads) > PANEL / 4 * 3
 }
 
-/// `y = x · wᵀ + bias` with `x` `[rows, d]` and `w` `[out, d]`, row-major, `rows` at most
-/// 64 times `threads`; `y` is `[rows, out]`. `threads` of Rayon's threads share it, one
-/// panel of rows each.
+/// Rows per task: one panel each, as many tasks as panels rounded up to a multiple of the
+/// threads, so that each thread takes the same share.
+fn rows_per_task(rows: usize, threads: usize) -> usize {
+    rows.div_ceil(rows.div_ceil(PANEL).next_multiple_of(threads.max(1))).max(1)
+}
+
+/// `y = x · wᵀ + bias` with `x` `[rows, d]` and `w` `[out, d]`, row-major; `y` is
+/// `[rows, out]`. `threads` of Rayon's threads share its tasks, one panel of rows each.
 pub(super) fn product(
     v4: V4,
     x: &[f32],
@@ -55,7 +60,7 @@ pub(super) fn product(
 ) -> Vec<f32> {
     let rows = x.len() / d;
     let mut y = vec![0.0f32; rows * out];
-    let per_task = rows.div_ceil(threads).clamp(1, PANEL);
+    let per_task = rows_per_task(rows, threads);
     let task = |(i, y): (usize, &mut [f32])| {
         let x = &x[i * per_task * d..][..y.len() / out * d];
         Simd::vectorize(v4, Task { v4, x, w, bias, y, d, out });
@@ -331,12 +336,12 @@ mod tests {
 
     /// Against the order it promises, one value at a time (the same bits), at every edge:
     /// rows past 16 and a block, outputs past a block and 16, inputs past a slice and 16,
-    /// one thread and two, with and without a bias.
+    /// several tasks a thread, one thread and two, with and without a bias.
     #[test]
     fn sums_in_the_promised_order() {
         let Some(v4) = V4::try_new() else { return };
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
-        for (rows, d, out) in [(128, 576, 192), (37, 1100, 70), (1, 17, 9), (100, 300, 129)] {
+        for (rows, d, out) in [(128, 576, 192), (37, 1100, 70), (1, 17, 9), (100, 300, 129), (300, 600, 13)] {
             let x = values(rows * d, 1);
             let w = values(out * d, 2);
             let bias = values(out, 3);
