@@ -15,7 +15,7 @@
 pub(crate) const MAX_ROWS: usize = 32;
 
 #[cfg(feature = "flex")]
-pub(crate) use cpu::{decode_layout, flex_bias, flex_f32, in_decode_layout, on_flex, project};
+pub(crate) use cpu::{Prefetch, decode_layout, flex_bias, flex_f32, in_decode_layout, on_flex, project};
 #[cfg(not(feature = "flex"))]
 pub(crate) use none::{decode_layout, in_decode_layout, on_flex, project};
 
@@ -202,13 +202,13 @@ mod cpu {
     /// Asks the cache for weights before their loads need them (x86's `prefetcht0`, a hint
     /// that reads nothing and cannot fault); elsewhere it does nothing.
     #[derive(Clone, Copy)]
-    struct Prefetch {
+    pub(crate) struct Prefetch {
         #[cfg(target_arch = "x86_64")]
         sse: Option<pulp::core_arch::x86::Sse>,
     }
 
     impl Prefetch {
-        fn new() -> Self {
+        pub(crate) fn new() -> Self {
             Self {
                 #[cfg(target_arch = "x86_64")]
                 sse: pulp::core_arch::x86::Sse::try_new(),
@@ -224,7 +224,7 @@ mod cpu {
 
         /// Asks for the line holding `w[at]`, which may lie past the end of `w`.
         #[inline(always)]
-        fn line(self, w: &[f32], at: usize) {
+        pub(crate) fn line(self, w: &[f32], at: usize) {
             #[cfg(target_arch = "x86_64")]
             if let Some(sse) = self.sse {
                 use core::arch::x86_64::_MM_HINT_T0;

@@ -19,6 +19,8 @@ use pulp::x86::V4;
 use pulp::{Simd, WithSimd};
 use rayon::prelude::*;
 
+use crate::few_rows::Prefetch;
+
 /// Values per panel: four vectors of 16.
 const PANEL: usize = 64;
 
@@ -97,7 +99,7 @@ impl WithSimd for Task<'_> {
         let packed = cache_lines(&mut packed_buffer, d * PANEL);
         pack(v4, x, rows, d, packed);
         let sums = cache_lines(&mut sums_buffer, out * PANEL);
-        sweep(simd, v4, w, out, packed, sums, d, bias);
+        sweep(simd, Prefetch::new(), w, out, packed, sums, d, bias);
         transpose(v4, sums, PANEL, out, rows, y, out);
         PACKED.set(packed_buffer);
         SUMS.set(sums_buffer);
@@ -139,7 +141,7 @@ fn pack(v4: V4, src: &[f32], rows: usize, cols: usize, dst: &mut [f32]) {
 #[allow(clippy::too_many_arguments)]
 fn sweep<S: Simd>(
     simd: S,
-    v4: V4,
+    prefetch: Prefetch,
     w: &[f32],
     out: usize,
     panel: &[f32],
@@ -151,7 +153,7 @@ fn sweep<S: Simd>(
     while k0 < d {
         let depth = SLICE.min(d - k0);
         let slice = S::as_simd_f32s(&panel[k0 * PANEL..][..depth * PANEL]).0;
-        let at = Slice { v4, k0, depth, d, bias };
+        let at = Slice { prefetch, k0, depth, d, bias };
         let mut o = 0;
         while o + BLOCK <= out {
             block::<S, BLOCK>(simd, w, o, slice, sums, &at);
@@ -171,7 +173,7 @@ fn sweep<S: Simd>(
 
 /// Where [`block`] works: inputs `k0..k0 + depth` of `d`.
 struct Slice<'a> {
-    v4: V4,
+    prefetch: Prefetch,
     k0: usize,
     depth: usize,
     d: usize,
@@ -190,13 +192,12 @@ fn block<S: Simd, const M: usize>(
     at: &Slice<'_>,
 ) {
     const VECTORS: usize = PANEL / 16;
-    let Slice { k0, depth, d, bias, .. } = *at;
+    let Slice { prefetch, k0, depth, d, bias } = *at;
     let mut rows: [&[f32]; M] = [&[]; M];
     for (m, row) in rows.iter_mut().enumerate() {
         *row = &w[(o + m) * d + k0..][..depth];
     }
-    let zero = simd.splat_f32s(0.0);
-    let mut acc = [[zero; VECTORS]; M];
+    let mut acc = [[simd.splat_f32s(0.0); VECTORS]; M];
     // Plain loops: a closure would not inherit the SIMD target features. Each run of a
     // cache line per row asks for the next block's line: the weight comes from memory
     // (a model's projections do not fit in cache) in rows too short for the hardware
@@ -210,30 +211,14 @@ fn block<S: Simd, const M: usize>(
             *w = rows[m][r * RUN..][..RUN].try_into().unwrap();
         }
         for m in 0..M {
-            if let Some(p) = w.get((o + BLOCK + m) * d + k0 + r * RUN) {
-                at.v4.sse._mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>((p as *const f32).cast());
-            }
+            prefetch.line(w, (o + BLOCK + m) * d + k0 + r * RUN);
         }
-        for k in 0..RUN {
-            let mut bk = [zero; VECTORS];
-            bk.copy_from_slice(&run[k * VECTORS..][..VECTORS]);
-            for m in 0..M {
-                let wm = simd.splat_f32s(ws[m][k]);
-                for j in 0..VECTORS {
-                    acc[m][j] = simd.mul_add_e_f32s(wm, bk[j], acc[m][j]);
-                }
-            }
+        for (k, b) in run.chunks_exact(VECTORS).enumerate() {
+            step(simd, &mut acc, ws.map(|w| w[k]), b);
         }
     }
     for (k, b) in (whole..depth).zip(rest.chunks_exact(VECTORS)) {
-        let mut bk = [zero; VECTORS];
-        bk.copy_from_slice(b);
-        for m in 0..M {
-            let wm = simd.splat_f32s(rows[m][k]);
-            for j in 0..VECTORS {
-                acc[m][j] = simd.mul_add_e_f32s(wm, bk[j], acc[m][j]);
-            }
-        }
+        step(simd, &mut acc, rows.map(|w| w[k]), b);
     }
     for (m, acc) in acc.iter().enumerate() {
         let row = S::as_mut_simd_f32s(&mut sums[(o + m) * PANEL..][..PANEL]).0;
@@ -243,6 +228,19 @@ fn block<S: Simd, const M: usize>(
                 (0, Some(b)) => simd.add_f32s(simd.splat_f32s(b[o + m]), *v),
                 _ => simd.add_f32s(*at, *v),
             };
+        }
+    }
+}
+
+/// One input: each weight value broadcast against the panel's row `b`, into its sums.
+#[inline(always)]
+fn step<S: Simd, const M: usize>(simd: S, acc: &mut [[S::f32s; PANEL / 16]; M], ws: [f32; M], b: &[S::f32s]) {
+    let mut bk = [simd.splat_f32s(0.0); PANEL / 16];
+    bk.copy_from_slice(b);
+    for (acc, w) in acc.iter_mut().zip(ws) {
+        let wm = simd.splat_f32s(w);
+        for (acc, b) in acc.iter_mut().zip(bk) {
+            *acc = simd.mul_add_e_f32s(wm, b, *acc);
         }
     }
 }
