@@ -6,7 +6,10 @@
 //! rows. Here each output is a dot product of a row of `x` with a row of the weight held
 //! as `[out, in]` ([`decode_layout`]), four weight rows per load of `x` and up to four rows
 //! of `x` per load of the weight (two where x86 has 16 vector registers, which sixteen
-//! sums would overflow), split across Rayon's threads by output.
+//! sums would overflow), split across Rayon's threads by output. The four weight rows
+//! come from four quarters of a task's rows: one core keeps more reads from memory in
+//! flight over four streams than over one (SmolLM2's decode on a 2-core AVX-512 Xeon:
+//! batch 1 43-44 tokens/s from one, 47-49 from four; batch 8 207-215, 228-238).
 //!
 //! Each output element is summed in the same order whatever the number of rows or
 //! threads, so a sequence's logits do not depend on the rest of its batch.
@@ -35,7 +38,8 @@ mod cpu {
     /// small key and value projections (576 x 192 in SmolLM2-135M).
     const MIN_FLOATS: usize = 1 << 16;
 
-    /// Floats of weight per Rayon task: enough to amortise a task, small enough to share.
+    /// Floats of weight per Rayon task: enough to amortise a task, small enough to share
+    /// (SmolLM2's decode ran at the same rate with tasks of 128, 256 and 512 KiB).
     const TASK_FLOATS: usize = 1 << 15;
 
     /// `weight` (`[in, out]`) with the same values, stored `[out, in]` when it lives on the
@@ -148,15 +152,18 @@ mod cpu {
             let n = w.len() / d;
             let tile = rows_per_tile::<S>();
             let prefetch = Prefetch::new();
-            let mut o = 0;
-            while o < n {
-                let four = n - o >= 4;
+            // Block `b` takes row `b` of each quarter of the task's weight rows, so four
+            // streams read from memory at once; the 0-3 rows past the quarters go one by one.
+            let part = n / 4;
+            let blocks = (0..part).map(|b| (b, part)).chain((4 * part..n).map(|o| (o, 0)));
+            for (o, stride) in blocks {
+                let four = stride > 0;
                 let mut r = 0;
                 while r < rows {
                     let group = (rows - r).min(tile);
                     // The first group of rows asks for the weights ahead; later ones find them in cache.
-                    let at =
-                        Block { o, r, rows, d, prefetch: if r == 0 { prefetch } else { Prefetch::none() } };
+                    let prefetch = if r == 0 { prefetch } else { Prefetch::none() };
+                    let at = Block { o, stride, r, rows, d, prefetch };
                     match (four, group) {
                         (true, 4) => at.store(yt, dots::<S, 4, 4>(simd, w, x, &at)),
                         (true, 3) => at.store(yt, dots::<S, 4, 3>(simd, w, x, &at)),
@@ -169,7 +176,6 @@ mod cpu {
                     }
                     r += group;
                 }
-                o += if four { 4 } else { 1 };
             }
         }
     }
@@ -183,21 +189,24 @@ mod cpu {
         if cfg!(target_arch = "x86_64") && S::F32_LANES < 16 { 2 } else { 4 }
     }
 
-    /// Where a block of dot products starts: weight row `o`, row `r` of `x`.
+    /// Where a block of dot products starts: weight rows `o`, `o + stride`, ..., row `r`
+    /// of `x`.
     #[derive(Clone, Copy)]
     struct Block {
         o: usize,
+        stride: usize,
         r: usize,
         rows: usize,
         d: usize,
         prefetch: Prefetch,
     }
 
-    /// Floats of weight ahead of the sums that [`Prefetch`] asks for (8 KiB). The hardware
-    /// prefetcher alone falls behind four interleaved streams of short rows: SmolLM2's
-    /// 576-float rows at 1-8 rows of `x` streamed at 13-19 GB/s in a scratch kernel, 21-25
-    /// with this hint, on a 2-core AVX-512 Xeon whose streaming read runs at 28.
-    const AHEAD: usize = 2048;
+    /// Floats of weight ahead of the sums that [`Prefetch`] asks for in each stream (4 KiB).
+    /// The hardware prefetcher alone falls behind interleaved streams of short rows:
+    /// SmolLM2's 576-float rows at 1-8 rows of `x` streamed at 13-19 GB/s in a scratch
+    /// kernel, 21-25 with this hint, on a 2-core AVX-512 Xeon. With four streams a task,
+    /// SmolLM2's decode ran 2-7% faster 4 KiB ahead than 8 KiB ahead.
+    const AHEAD: usize = 1024;
 
     /// Asks the cache for weights before their loads need them (x86's `prefetcht0`, a hint
     /// that reads nothing and cannot fault); elsewhere it does nothing.
@@ -239,7 +248,7 @@ mod cpu {
         #[inline(always)]
         fn store<const O: usize, const R: usize>(&self, yt: &mut [f32], sums: [[f32; R]; O]) {
             for (i, row) in sums.iter().enumerate() {
-                let at = (self.o + i) * self.rows + self.r;
+                let at = (self.o + i * self.stride) * self.rows + self.r;
                 yt[at..at + R].copy_from_slice(row);
             }
         }
@@ -257,13 +266,14 @@ mod cpu {
         x: &[f32],
         at: &Block,
     ) -> [[f32; R]; O] {
-        let Block { o, r, d, prefetch, .. } = *at;
+        let Block { o, stride, r, d, prefetch, .. } = *at;
+        let row = |i: usize| (o + i * stride) * d;
         let lanes = d / S::F32_LANES;
         let zero = simd.splat_f32s(0.0);
         let mut wv: [&[S::f32s]; O] = [&[]; O];
         let mut xv: [&[S::f32s]; R] = [&[]; R];
         for i in 0..O {
-            wv[i] = &S::as_simd_f32s(&w[(o + i) * d..(o + i + 1) * d]).0[..lanes];
+            wv[i] = &S::as_simd_f32s(&w[row(i)..row(i) + d]).0[..lanes];
         }
         for j in 0..R {
             xv[j] = &S::as_simd_f32s(&x[(r + j) * d..(r + j + 1) * d]).0[..lanes];
@@ -271,7 +281,7 @@ mod cpu {
         let mut acc = [[zero; R]; O];
         for k in 0..lanes {
             for i in 0..O {
-                prefetch.line(w, (o + i) * d + k * S::F32_LANES + AHEAD);
+                prefetch.line(w, row(i) + k * S::F32_LANES + AHEAD);
             }
             let mut xk = [zero; R];
             for j in 0..R {
@@ -287,7 +297,7 @@ mod cpu {
         let tail = lanes * S::F32_LANES;
         let mut sums = [[0.0f32; R]; O];
         for i in 0..O {
-            let wi = &w[(o + i) * d + tail..(o + i + 1) * d];
+            let wi = &w[row(i) + tail..row(i) + d];
             for j in 0..R {
                 let xj = &x[(r + j) * d + tail..(r + j + 1) * d];
                 let mut t = 0.0;
