@@ -16,7 +16,7 @@ use crate::attention::{Attention, QUERY_BLOCK};
 use crate::cache::{CausalMask, KvCache};
 use crate::config::ModelConfig;
 use crate::few_rows;
-use crate::layers::{FEW_ROWS, linear, norm, project};
+use crate::layers::{FEW_ROWS, gated_linear, linear, norm, project};
 use crate::packing::Packing;
 use crate::rope::Rope;
 use crate::{Error, Result};
@@ -129,10 +129,8 @@ impl Mlp {
     /// # Shapes
     /// - `x`: `[batch, seq, hidden]` -> `[batch, seq, hidden]`
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        linear(
-            &self.down_proj,
-            crate::fused::swiglu(linear(&self.gate_proj, x.clone()), linear(&self.up_proj, x)),
-        )
+        let gate = linear(&self.gate_proj, x.clone());
+        linear(&self.down_proj, gated_linear(&self.up_proj, x, gate))
     }
 }
 

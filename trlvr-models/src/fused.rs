@@ -137,6 +137,8 @@ impl Sigmoid for burn::backend::Flex {
 
 #[cfg(feature = "flex")]
 pub(crate) mod cpu;
+#[cfg(feature = "flex")]
+pub(crate) use cpu::swiglu_into;
 
 #[derive(Debug)]
 struct SoftmaxBackward;

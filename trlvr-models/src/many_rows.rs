@@ -12,7 +12,7 @@
 //! repacking of the weight (`avx512.rs`), in the same order.
 
 #[cfg(all(feature = "flex", target_arch = "x86_64"))]
-pub(crate) use cpu::{Matrix, multiply, project};
+pub(crate) use cpu::{Matrix, multiply, project, project_gated};
 
 #[cfg(all(feature = "flex", target_arch = "x86_64"))]
 mod avx512;
@@ -23,6 +23,16 @@ pub(crate) fn project(
     _: &burn::prelude::Tensor<2>,
     _: &burn::prelude::Tensor<2>,
     _: Option<&burn::prelude::Tensor<1>>,
+) -> Option<burn::prelude::Tensor<2>> {
+    None
+}
+
+/// Always `None` where the kernels are not built: the caller gates Burn's product.
+#[cfg(not(all(feature = "flex", target_arch = "x86_64")))]
+pub(crate) fn project_gated(
+    _: &burn::prelude::Tensor<2>,
+    _: &burn::prelude::Tensor<2>,
+    _: &burn::prelude::Tensor<2>,
 ) -> Option<burn::prelude::Tensor<2>> {
     None
 }
@@ -89,14 +99,8 @@ mod cpu {
             Some(b) => Some(b.as_slice::<f32>()?),
             None => None,
         };
-        // Small products (a tiny model's) stay on the calling thread, as flex's gemm's do.
-        let threads = match rows * depth * out >= PARALLEL_WORK {
-            true => rayon::current_num_threads(),
-            false => 1,
-        };
-        let tensor = |y: Vec<f32>| {
-            Tensor::from_primitive::<Flex>(FlexTensor::from_data(TensorData::new(y, [rows, out])))
-        };
+        let threads = threads(rows, depth, out);
+        let tensor = |y: Vec<f32>| tensor(y, rows, out);
         let by_kernels = || {
             // The bias fills the output, which the product then adds to.
             let (mut y, accum) = match bias {
@@ -122,7 +126,7 @@ mod cpu {
         {
             let w = ws.get(..out * depth)?;
             let shape = (depth, out, bias.is_some());
-            let ours = || avx512::product(v4, xs, w, bias, depth, out, threads);
+            let ours = || avx512::product(v4, xs, w, bias, None, depth, out, threads);
             match avx512_agrees(shape) {
                 Some(true) => return Some(tensor(ours())),
                 Some(false) => {}
@@ -138,6 +142,47 @@ mod cpu {
             }
         }
         Some(tensor(by_kernels()?))
+    }
+
+    /// `silu(gate) ⊙ (x · weight)`, the MLP's gated product, each task's part gated while
+    /// it is in cache (no pass of its own over the whole): where [`project`] takes the
+    /// AVX-512 path and a first product of this shape has shown that path gives the
+    /// kernels' bits, so that the values are `swiglu(gate, project(x, weight))`'s;
+    /// `None` otherwise.
+    ///
+    /// # Shapes
+    /// - `x`: `[rows, in]`, `weight`: `[in, out]`, `gate`: `[rows, out]` -> `[rows, out]`
+    pub(crate) fn project_gated(x: &Tensor<2>, weight: &Tensor<2>, gate: &Tensor<2>) -> Option<Tensor<2>> {
+        let w = flex_f32(weight)?;
+        let x = flex_f32(x)?.to_contiguous();
+        let gate = flex_f32(gate)?.to_contiguous();
+        let [rows, depth] = x.layout().shape()[..] else { return None };
+        let out = w.layout().shape()[1];
+        let threads = threads(rows, depth, out);
+        let taken = w.layout().strides() == [1, depth as isize]
+            && gate.layout().shape()[..] == [rows, out]
+            && avx512::takes(rows, threads)
+            && avx512_agrees((depth, out, false)) == Some(true);
+        if !taken {
+            return None;
+        }
+        let v4 = pulp::x86::V4::try_new()?;
+        let w = w.storage::<f32>().get(w.layout().start_offset()..)?.get(..out * depth)?;
+        let y = avx512::product(v4, x.as_slice()?, w, None, Some(gate.as_slice()?), depth, out, threads);
+        Some(tensor(y, rows, out))
+    }
+
+    /// Rayon's threads for a product; small ones (a tiny model's) stay on the calling
+    /// thread, as flex's gemm's do.
+    fn threads(rows: usize, depth: usize, out: usize) -> usize {
+        match rows * depth * out >= PARALLEL_WORK {
+            true => rayon::current_num_threads(),
+            false => 1,
+        }
+    }
+
+    fn tensor(y: Vec<f32>, rows: usize, out: usize) -> Tensor<2> {
+        Tensor::from_primitive::<Flex>(FlexTensor::from_data(TensorData::new(y, [rows, out])))
     }
 
     /// A product's shape: inputs, outputs, whether it has a bias.
@@ -272,6 +317,38 @@ mod cpu {
                 let shape = (576, 192, bias.is_some());
                 assert!(pulp::x86::V4::try_new().is_none() || avx512_agrees(shape).is_some(), "tried");
             }
+        }
+
+        /// The gated product has the bits of SwiGLU over the plain product once a first
+        /// product of its shape has shown the AVX-512 path agrees with the kernels, and
+        /// declines before.
+        #[test]
+        fn a_gated_product_is_swiglu_of_the_product() {
+            let device = Device::flex();
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+            let (rows, d, out) = (128, 576, 1536);
+            let x = Tensor::<2>::random([rows, d], Distribution::Default, &device);
+            let w = decode_layout(Tensor::<2>::random([d, out], Distribution::Default, &device));
+            let gate = Tensor::<2>::random([rows, out], Distribution::Default, &device);
+            pool.install(|| {
+                let untried = avx512_agrees((d, out, false)).is_none();
+                assert!(
+                    !untried || project_gated(&x, &w, &gate).is_none(),
+                    "no gated product before a trial"
+                );
+                let plain = project(&x, &w, None).unwrap();
+                let want =
+                    values(crate::fused::swiglu(gate.clone().unsqueeze(), plain.unsqueeze()).squeeze_dim(0));
+                let agrees = instructions().is_some() && avx512_agrees((d, out, false)) == Some(true);
+                match project_gated(&x, &w, &gate) {
+                    Some(got) => {
+                        assert!(agrees, "gated only where the path agrees");
+                        let got = values(got);
+                        assert!(got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()));
+                    }
+                    None => assert!(!agrees, "the path agrees, so the gated product is taken"),
+                }
+            });
         }
 
         /// Against Burn's matmul (to rounding) in both weight layouts, with and without a

@@ -133,6 +133,32 @@ pub(super) fn swiglu(gate: &FlexTensor, up: &FlexTensor) -> Option<FlexTensor> {
     Some(tensor(map(&Swiglu, [values(gate)?, values(up)?]), gate))
 }
 
+/// `up ← silu(gate) ⊙ up` on the calling thread, in [`swiglu`]'s lane code (the same
+/// bits): for a product that computes `up` a part at a time and applies it while the
+/// part is in cache (`many_rows::project_gated`).
+pub(crate) fn swiglu_into(gate: &[f32], up: &mut [f32]) {
+    struct InPlace<'a> {
+        gate: &'a [f32],
+        up: &'a mut [f32],
+    }
+    impl WithSimd for InPlace<'_> {
+        type Output = ();
+
+        #[inline(always)]
+        fn with_simd<S: Simd>(self, s: S) {
+            let (up, up_tail) = S::as_mut_simd_f32s(self.up);
+            let (gate, gate_tail) = S::as_simd_f32s(self.gate);
+            for (u, g) in up.iter_mut().zip(gate) {
+                *u = Swiglu.lanes(s, [*g, *u]);
+            }
+            let tail = Swiglu.lanes(s, [s.partial_load_f32s(gate_tail), s.partial_load_f32s(up_tail)]);
+            s.partial_store_f32s(up_tail, tail);
+        }
+    }
+    assert_eq!(gate.len(), up.len(), "a gate per value");
+    Arch::new().dispatch(InPlace { gate, up });
+}
+
 /// Softmax over the last axis; `None` unless `x` is f32 and contiguous. Masked entries
 /// (−∞) get 0; a row of only −∞ gets NaN, as in flex's.
 pub(super) fn softmax(x: &FlexTensor) -> Option<FlexTensor> {

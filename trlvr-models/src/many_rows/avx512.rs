@@ -50,12 +50,16 @@ fn rows_per_task(rows: usize, threads: usize) -> usize {
 }
 
 /// `y = x · wᵀ + bias` with `x` `[rows, d]` and `w` `[out, d]`, row-major; `y` is
-/// `[rows, out]`. `threads` of Rayon's threads share its tasks, one panel of rows each.
+/// `[rows, out]`. With a `gate` (`[rows, out]`), `y = silu(gate) ⊙ (x · wᵀ + bias)`, each
+/// task's part while it is in cache. `threads` of Rayon's threads share its tasks, one
+/// panel of rows each.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn product(
     v4: V4,
     x: &[f32],
     w: &[f32],
     bias: Option<&[f32]>,
+    gate: Option<&[f32]>,
     d: usize,
     out: usize,
     threads: usize,
@@ -65,7 +69,10 @@ pub(super) fn product(
     let per_task = rows_per_task(rows, threads);
     let task = |(i, y): (usize, &mut [f32])| {
         let x = &x[i * per_task * d..][..y.len() / out * d];
-        Simd::vectorize(v4, Task { v4, x, w, bias, y, d, out });
+        Simd::vectorize(v4, Task { v4, x, w, bias, y: &mut *y, d, out });
+        if let Some(gate) = gate {
+            crate::fused::swiglu_into(&gate[i * per_task * out..][..y.len()], y);
+        }
     };
     match threads {
         1 => y.chunks_mut(per_task * out).enumerate().for_each(task),
@@ -344,8 +351,8 @@ mod tests {
             let w = values(out * d, 2);
             let bias = values(out, 3);
             for b in [None, Some(&bias[..])] {
-                let got = pool.install(|| product(v4, &x, &w, b, d, out, 2));
-                let alone = product(v4, &x, &w, b, d, out, rows.div_ceil(PANEL));
+                let got = pool.install(|| product(v4, &x, &w, b, None, d, out, 2));
+                let alone = product(v4, &x, &w, b, None, d, out, rows.div_ceil(PANEL));
                 for r in 0..rows {
                     for o in 0..out {
                         let mut sum = b.map(|b| b[o]);
