@@ -26,6 +26,7 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Backend, Dispatch, DispatchKindConversion, DispatchTensor, backend_extension};
 use burn::prelude::*;
+#[cfg(any(feature = "flex", feature = "tch", feature = "cuda"))]
 use burn::tensor::activation::sigmoid;
 use burn::tensor::{BackendPrimitive, Float};
 

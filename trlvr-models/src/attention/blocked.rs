@@ -225,6 +225,8 @@ struct State<T, L> {
 
 pub use op::RecomputedAttention;
 
+// Without a backend feature the generated dispatch has no arm to pass `blocks` to.
+#[cfg_attr(not(any(feature = "flex", feature = "tch", feature = "cuda")), allow(unused_variables))]
 #[allow(deprecated)] // the generated LibTorch arm: burn-tch is deprecated in Burn 0.22
 mod op {
     use super::{Backend, Blocks, FloatTensor, backend_extension};

@@ -24,6 +24,7 @@ pub(crate) fn attend(
 }
 
 /// Queries per block: the scores of a block take `ROWS × keys` floats.
+#[cfg(all(feature = "flex", target_arch = "x86_64"))]
 const ROWS: usize = 32;
 
 #[cfg(all(feature = "flex", target_arch = "x86_64"))]
