@@ -324,6 +324,9 @@ mod cpu {
         /// declines before.
         #[test]
         fn a_gated_product_is_swiglu_of_the_product() {
+            if instructions().is_none() {
+                return;
+            }
             let device = Device::flex();
             let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
             let (rows, d, out) = (128, 576, 1536);
@@ -339,7 +342,7 @@ mod cpu {
                 let plain = project(&x, &w, None).unwrap();
                 let want =
                     values(crate::fused::swiglu(gate.clone().unsqueeze(), plain.unsqueeze()).squeeze_dim(0));
-                let agrees = instructions().is_some() && avx512_agrees((d, out, false)) == Some(true);
+                let agrees = avx512_agrees((d, out, false)) == Some(true);
                 match project_gated(&x, &w, &gate) {
                     Some(got) => {
                         assert!(agrees, "gated only where the path agrees");
