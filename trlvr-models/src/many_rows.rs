@@ -120,10 +120,7 @@ mod cpu {
         // A prefill with a weight in the decode layout: read as stored on AVX-512
         // where that gives the kernels' bits for this shape (tried on its first product),
         // so that a row's values never depend on which path its batch took.
-        if strides == [1, depth as isize]
-            && avx512::takes(rows, threads)
-            && let Some(v4) = pulp::x86::V4::try_new()
-        {
+        if let Some(v4) = avx512_path(&w, rows, depth, threads) {
             let w = ws.get(..out * depth)?;
             let shape = (depth, out, bias.is_some());
             let ours = || avx512::product(v4, xs, w, bias, None, depth, out, threads);
@@ -159,17 +156,20 @@ mod cpu {
         let [rows, depth] = x.layout().shape()[..] else { return None };
         let out = w.layout().shape()[1];
         let threads = threads(rows, depth, out);
-        let taken = w.layout().strides() == [1, depth as isize]
-            && gate.layout().shape()[..] == [rows, out]
-            && avx512::takes(rows, threads)
-            && avx512_agrees((depth, out, false)) == Some(true);
-        if !taken {
+        if gate.layout().shape()[..] != [rows, out] || avx512_agrees((depth, out, false)) != Some(true) {
             return None;
         }
-        let v4 = pulp::x86::V4::try_new()?;
+        let v4 = avx512_path(&w, rows, depth, threads)?;
         let w = w.storage::<f32>().get(w.layout().start_offset()..)?.get(..out * depth)?;
         let y = avx512::product(v4, x.as_slice()?, w, None, Some(gate.as_slice()?), depth, out, threads);
         Some(tensor(y, rows, out))
+    }
+
+    /// AVX-512, where a product of `rows` rows with `w` on `threads` threads takes that
+    /// path: the weight in the decode layout, the tasks' panels full enough.
+    fn avx512_path(w: &FlexTensor, rows: usize, depth: usize, threads: usize) -> Option<pulp::x86::V4> {
+        let decode_layout = w.layout().strides() == [1, depth as isize];
+        (decode_layout && avx512::takes(rows, threads)).then(pulp::x86::V4::try_new).flatten()
     }
 
     /// Rayon's threads for a product; small ones (a tiny model's) stay on the calling
