@@ -1,3 +1,6 @@
+//! Long, on purpose: the command's steps (input, models, samples, figures, files) read in
+//! the order they run, with the dataset and model identities they record.
+//!
 //! `trlvr eval`: solo and handoff pass@k, the communication tax, legibility and drift of a
 //! senior/junior pair on math datasets (the measurements live in `trlvr::eval`).
 //!
@@ -70,65 +73,142 @@ pub struct Args {
     /// Bootstrap resamples for the intervals.
     #[arg(long, default_value_t = EvalConfig::default().bootstrap)]
     bootstrap: usize,
+    /// The handoff mode's schedule, by its registered name with its own defaults (`word`:
+    /// the training schedule, which the senior cannot dodge by formatting); default the
+    /// paper's paragraph alternation (method.md §5).
+    #[arg(long, value_name = "SCHEDULE")]
+    handoff: Option<String>,
     /// Where both models run, and in what precision.
     #[command(flatten)]
     device: DeviceArgs,
 }
 
+/// One evaluation's settings: from the command line, or from a study file.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The senior.
+    pub senior: PathBuf,
+    /// The junior (default: the senior, self-paired).
+    pub junior: Option<PathBuf>,
+    /// Datasets, as `--data` names them.
+    pub data: Vec<String>,
+    /// The first N problems of each.
+    pub limit: Option<usize>,
+    /// Samples, k, sampler, budget, rounds, seed, batch, bootstrap.
+    pub config: EvalConfig,
+    /// How answers are found.
+    pub grading: Grading,
+    /// The handoff mode's schedule (name and settings); `None`: paragraph alternation.
+    pub handoff: Option<(String, Value)>,
+    /// Both models' device.
+    pub device: String,
+    /// Their precision.
+    pub dtype: Option<Precision>,
+    /// Output folder.
+    pub out: PathBuf,
+    /// A study's run: progress lines prefixed with this, no tables printed.
+    pub label: Option<String>,
+}
+
+impl Args {
+    /// The evaluation these options ask for.
+    fn job(&self) -> Job {
+        Job {
+            senior: self.pair.senior.clone(),
+            junior: self.pair.junior.clone(),
+            data: self.data.clone(),
+            limit: self.limit,
+            config: config(self),
+            grading: self.grading,
+            handoff: self.handoff.clone().map(|name| (name, Value::Null)),
+            device: self.device.device.clone(),
+            dtype: self.device.dtype,
+            out: self.out.clone(),
+            label: None,
+        }
+    }
+}
+
+impl Job {
+    fn junior_path(&self) -> &Path {
+        self.junior.as_deref().unwrap_or(&self.senior)
+    }
+}
+
 /// A dataset as the user named it, resolved.
-struct Resolved {
-    spec: DataSpec,
-    data: Dataset,
+pub struct Resolved {
+    /// Where it is and how it is laid out.
+    pub spec: DataSpec,
+    /// Its problems.
+    pub data: Dataset,
 }
 
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
     let ranks = Ranks::connect()?;
-    let result = evaluate(args, &ranks);
+    let result = evaluate(&args.job(), &ranks).map(|_| ());
     ranks.finish(result)
 }
 
-/// Evaluates: the input checked, the samples drawn (or read back), the figures written.
-fn evaluate(args: &Args, ranks: &Ranks) -> Result<()> {
+/// Evaluates: the input checked, the samples drawn (or read back), the figures written
+/// (rank 0); the report.
+pub fn evaluate(job: &Job, ranks: &Ranks) -> Result<Report> {
     let wall = Instant::now();
     // 1. Everything that can be wrong with the input, before any sampling.
-    let datasets = args.data.iter().map(|d| resolve(d, args.limit)).collect::<Result<Vec<_>>>()?;
-    let device = parse_device(&ranks.device(&args.device.device))?;
-    let pair = load_pair(args, &device)?;
+    let datasets = job.data.iter().map(|d| resolve(d, job.limit)).collect::<Result<Vec<_>>>()?;
+    let device = parse_device(&ranks.device(&job.device))?;
+    let pair = load_pair(job, &device)?;
     let classes = TokenClasses::from_tokenizer(&pair.senior.tokenizer, &pair.senior.eos)?;
-    let sets = eval_sets(&datasets, &pair.senior, args.grading)?;
+    let sets = eval_sets(&datasets, &pair.senior, job.grading)?;
     let detokenize = |ids: &[TokenId]| pair.senior.decode(ids).unwrap_or_default();
-    let eval =
-        Evaluation::new(&pair.senior.decoder, pair.junior_decoder(), &classes, config(args), &detokenize)?
-            .with_collective(ranks.collective());
+    let handoff = match &job.handoff {
+        Some((name, config)) => Some(
+            crate::plugins::registry(&[])?
+                .schedule(name, config)
+                .with_context(|| format!("the handoff schedule {name:?}"))?,
+        ),
+        None => None,
+    };
+    let mut eval = Evaluation::new(
+        &pair.senior.decoder,
+        pair.junior_decoder(),
+        &classes,
+        job.config.clone(),
+        &detokenize,
+    )?
+    .with_collective(ranks.collective());
+    if let Some(schedule) = &handoff {
+        eval = eval.with_handoff(&**schedule)?;
+    }
 
     // 2. The samples: those in the output folder, then the missing ones.
-    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
-    let models = Identities::of(args, &pair)?;
-    let settings = sample_settings(&eval, &models, args);
-    let samples_path = args.out.join("samples.jsonl");
+    std::fs::create_dir_all(&job.out).with_context(|| format!("creating {}", job.out.display()))?;
+    let models = Identities::of(job, &pair)?;
+    let settings = sample_settings(&eval, &models, job);
+    let samples_path = job.out.join("samples.jsonl");
     let mut store = open_store(&samples_path, &settings, &sets, ranks)?;
-    let report = sample_and_measure(&eval, &sets, &mut store, ranks)?;
+    let report = sample_and_measure(&eval, &sets, &mut store, job.label.as_deref(), ranks)?;
     if !ranks.leads() {
-        return Ok(());
+        return Ok(report);
     }
 
     // 3. eval.json and eval.md (rank 0).
     let written = Written { datasets: &datasets, models: &models, samples: &samples_path };
-    write_outputs(args, &report, &written, wall.elapsed().as_secs_f64())
+    write_outputs(job, &report, &written, wall.elapsed().as_secs_f64())?;
+    Ok(report)
 }
 
 /// The senior and the junior, which must share one vocabulary.
-fn load_pair(args: &Args, device: &Device) -> Result<Pair> {
-    let pair = args.pair.load(device, args.device.dtype)?;
+fn load_pair(job: &Job, device: &Device) -> Result<Pair> {
+    let pair = PairArgs { senior: job.senior.clone(), junior: job.junior.clone() }.load(device, job.dtype)?;
     if let Some(junior) = &pair.junior
         && (junior.tokenizer.get_vocab(true) != pair.senior.tokenizer.get_vocab(true)
             || junior.config.vocab_size != pair.senior.config.vocab_size)
     {
         bail!(
             "{} and {} have different vocabularies ({} and {} ids); senior and junior must share one",
-            args.pair.senior.display(),
-            args.pair.junior_path().display(),
+            job.senior.display(),
+            job.junior_path().display(),
             pair.senior.config.vocab_size,
             junior.config.vocab_size
         );
@@ -183,9 +263,9 @@ struct Identities {
 }
 
 impl Identities {
-    fn of(args: &Args, pair: &Pair) -> Result<Self> {
-        let senior = identity(&args.pair.senior, &pair.senior)?;
-        let junior = match (&args.pair.junior, &pair.junior) {
+    fn of(job: &Job, pair: &Pair) -> Result<Self> {
+        let senior = identity(&job.senior, &pair.senior)?;
+        let junior = match (&job.junior, &pair.junior) {
             (Some(path), Some(j)) => identity(path, j)?,
             _ => senior.clone(),
         };
@@ -194,12 +274,12 @@ impl Identities {
 }
 
 /// What the samples depend on: a resumed run must have drawn them with the same.
-fn sample_settings(eval: &Evaluation<'_>, models: &Identities, args: &Args) -> Value {
+fn sample_settings(eval: &Evaluation<'_>, models: &Identities, job: &Job) -> Value {
     let mut settings = eval.sample_settings();
     settings["senior"] = models.senior.clone();
     settings["junior"] = models.junior.clone();
     settings["template"] = json!(DEFAULT_TEMPLATE);
-    if let Some(precision) = args.device.dtype.filter(|&p| p != Precision::F32) {
+    if let Some(precision) = job.dtype.filter(|&p| p != Precision::F32) {
         settings["dtype"] = json!(precision.name());
     }
     settings
@@ -234,9 +314,10 @@ fn sample_and_measure(
     eval: &Evaluation<'_>,
     sets: &[EvalSet],
     store: &mut SampleStore,
+    label: Option<&str>,
     ranks: &Ranks,
 ) -> Result<Report> {
-    let bar = ProgressBar::new(0);
+    let bar = if label.is_some() { ProgressBar::hidden() } else { ProgressBar::new(0) };
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} problem-modes, {msg}")
             .expect("valid template")
@@ -245,13 +326,13 @@ fn sample_and_measure(
     let leads = ranks.leads();
     let throughput = eval.sample(sets, store, &mut |p| {
         if leads {
-            show(&bar, p)
+            show(&bar, p, label)
         }
     })?;
     bar.set_position(0);
     let report = eval.measure(sets, store, throughput, &mut |p| {
         if leads {
-            show(&bar, p)
+            show(&bar, p, label)
         }
     })?;
     bar.finish_and_clear();
@@ -267,16 +348,19 @@ struct Written<'a> {
 
 /// Writes eval.json (every figure, with the settings, models and datasets) and eval.md
 /// (the tables, also printed).
-fn write_outputs(args: &Args, report: &Report, written: &Written<'_>, wall_seconds: f64) -> Result<()> {
+fn write_outputs(job: &Job, report: &Report, written: &Written<'_>, wall_seconds: f64) -> Result<()> {
     let mut out = serde_json::to_value(report)?;
-    out["grading"] = json!(args.grading.name());
+    out["grading"] = json!(job.grading.name());
     out["models"] = json!({
-        "senior": written.models.senior, "junior": written.models.junior, "self_paired": args.pair.junior.is_none()
+        "senior": written.models.senior, "junior": written.models.junior, "self_paired": job.junior.is_none()
     });
+    if let Some((name, config)) = &job.handoff {
+        out["handoff"] = json!({ "name": name, "config": config });
+    }
     out["datasets"] = written
         .datasets
         .iter()
-        .map(|d| json!({ "name": d.data.name(), "path": d.spec.path, "layout": d.spec.layout, "problems": d.data.problems.len(), "limit": args.limit }))
+        .map(|d| json!({ "name": d.data.name(), "path": d.spec.path, "layout": d.spec.layout, "problems": d.data.problems.len(), "limit": job.limit }))
         .collect();
     out["template"] = json!(DEFAULT_TEMPLATE);
     out["samples"] = json!(written.samples);
@@ -285,25 +369,29 @@ fn write_outputs(args: &Args, report: &Report, written: &Written<'_>, wall_secon
         "pass_at_k": "percent", "tax.points": "percentage points", "tax.ratio": "handoff / solo",
         "junior_ce, kl_*, junior_nll*": "nats per token", "junior_top1": "percent"
     });
-    let json_path = args.out.join("eval.json");
+    let json_path = job.out.join("eval.json");
     std::fs::write(&json_path, serde_json::to_string_pretty(&out)? + "\n")
         .with_context(|| format!("writing {}", json_path.display()))?;
     let header = vec![
-        format!("senior: `{}`", args.pair.senior.display()),
+        format!("senior: `{}`", job.senior.display()),
         format!(
             "junior: `{}`{}",
-            args.pair.junior_path().display(),
-            if args.pair.junior.is_none() { " (self-paired)" } else { "" }
+            job.junior_path().display(),
+            if job.junior.is_none() { " (self-paired)" } else { "" }
         ),
         format!(
-            "grading: {}; seed {}; wall time {wall_seconds:.1} s",
-            args.grading.name(),
-            args.sampling.seed
+            "grading: {}; handoff: {}; seed {}; wall time {wall_seconds:.1} s",
+            job.grading.name(),
+            job.handoff.as_ref().map_or("paragraph alternation", |(name, _)| name.as_str()),
+            job.config.seed
         ),
     ];
     let md = report.to_markdown(&header);
-    let md_path = args.out.join("eval.md");
+    let md_path = job.out.join("eval.md");
     std::fs::write(&md_path, &md).with_context(|| format!("writing {}", md_path.display()))?;
+    if job.label.is_some() {
+        return Ok(());
+    }
     eprintln!("{md}");
     eprintln!(
         "wrote {}, {} and {} in {wall_seconds:.1} s ({} tokens sampled at {:.1} tokens/s)",
@@ -316,21 +404,22 @@ fn write_outputs(args: &Args, report: &Report, written: &Written<'_>, wall_secon
     Ok(())
 }
 
-fn show(bar: &ProgressBar, p: EvalProgress) {
+fn show(bar: &ProgressBar, p: EvalProgress, label: Option<&str>) {
     // Without a terminal (logs, CI) the bar is hidden: one line per finished batch, and
     // one per tenth of the problems measured.
     let measuring = p.phase == Phase::Measuring;
+    let prefix = label.map_or(String::new(), |l| format!("[{l}] "));
     if bar.is_hidden() && p.batch.is_none() && p.done > bar.position() as usize {
         if !measuring {
             eprintln!(
-                "{}/{} problem-modes sampled, {} tokens at {:.1} tok/s",
+                "{prefix}{}/{} problem-modes sampled, {} tokens at {:.1} tok/s",
                 p.done,
                 p.total,
                 p.tokens,
                 p.tokens as f64 / p.seconds.max(1e-9)
             );
         } else if p.done == p.total || p.done.is_multiple_of(p.total.div_ceil(10)) {
-            eprintln!("{}/{} problems graded and measured", p.done, p.total);
+            eprintln!("{prefix}{}/{} problems graded and measured", p.done, p.total);
         }
     }
     bar.set_length(p.total as u64);
@@ -351,7 +440,7 @@ fn show(bar: &ProgressBar, p: EvalProgress) {
 const SHIPPED: [(&str, Layout); 2] = [("gsm8k-test", Layout::Gsm8k), ("math500-test", Layout::Math)];
 
 /// Resolves a `--data` entry and reads the dataset.
-fn resolve(entry: &str, limit: Option<usize>) -> Result<Resolved> {
+pub fn resolve(entry: &str, limit: Option<usize>) -> Result<Resolved> {
     let (name, layout) = match entry.rsplit_once(':') {
         Some((path, layout)) if !layout.contains('/') && !path.is_empty() => {
             (path, Some(parse_layout(layout, path)?))
@@ -418,7 +507,7 @@ fn infer_layout(path: &Path) -> Result<Layout> {
     })
 }
 
-/// Who a model is: its path, architecture and [`fingerprint`], so resumed samples come
+/// Who a model is: its path, architecture and [`model_fingerprint`], so resumed samples come
 /// from the same weights.
 fn identity(path: &Path, model: &Loaded) -> Result<Value> {
     let c = &model.config;
@@ -428,13 +517,13 @@ fn identity(path: &Path, model: &Loaded) -> Result<Value> {
         "vocab_size": c.vocab_size,
         "layers": c.num_hidden_layers,
         "hidden_size": c.hidden_size,
-        "fingerprint": fingerprint(path)?,
+        "fingerprint": model_fingerprint(path)?,
     }))
 }
 
 /// [`trlvr::data::hash_files`] of a model's weight and config files (a directory's
 /// `*.safetensors` and `*.json`, or the one file).
-fn fingerprint(path: &Path) -> Result<String> {
+pub fn model_fingerprint(path: &Path) -> Result<String> {
     let files: Vec<PathBuf> = if path.is_dir() {
         let mut files: Vec<PathBuf> = std::fs::read_dir(path)
             .with_context(|| format!("reading {}", path.display()))?
@@ -467,10 +556,10 @@ mod tests {
             std::fs::write(folder.join("model.safetensors"), &bytes).unwrap();
             std::fs::write(folder.join("config.json"), "{}").unwrap();
         }
-        assert_ne!(fingerprint(&a).unwrap(), fingerprint(&b).unwrap());
+        assert_ne!(model_fingerprint(&a).unwrap(), model_fingerprint(&b).unwrap());
         std::fs::write(b.join("model.safetensors"), std::fs::read(a.join("model.safetensors")).unwrap())
             .unwrap();
-        assert_eq!(fingerprint(&a).unwrap(), fingerprint(&b).unwrap());
+        assert_eq!(model_fingerprint(&a).unwrap(), model_fingerprint(&b).unwrap());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -9,6 +9,7 @@ mod handoff;
 mod input;
 mod model;
 mod options;
+mod plots;
 mod plugins;
 mod precision;
 mod progress;
@@ -16,6 +17,7 @@ mod ranks;
 mod recipe;
 mod score;
 mod sft;
+mod study;
 mod tandem;
 mod train;
 mod verify;
@@ -58,6 +60,8 @@ enum Command {
     Eval(eval::Args),
     /// Paired comparison of two evaluations over the same problems: B − A with bootstrap intervals.
     Compare(compare::Args),
+    /// The paper's comparison from a study file: arms × seeds trained and evaluated, declared claims judged.
+    Study(study::Args),
     /// Write a task's training and validation sets (disjoint by construction).
     Data(data::Args),
     /// Supervised warm-up on worked solutions (teaches the answer's format before RL).
@@ -84,6 +88,7 @@ fn main() -> Result<()> {
         Command::Train(args) => train::run(&args),
         Command::Eval(args) => eval::run(&args),
         Command::Compare(args) => compare::run(&args),
+        Command::Study(args) => study::run(&args),
         Command::Data(args) => data::run(&args),
         Command::Sft(args) => sft::run(&args),
     }

@@ -33,6 +33,27 @@ impl Arm {
             Arm::KlReg => "kl-reg",
         }
     }
+
+    /// The arm's schedule, its settings written out so a saved recipe says what ran.
+    fn schedule(self) -> Result<Named> {
+        Ok(match self {
+            Arm::Trlvr => Named::new("word", toml::Table::try_from(WordBoundary::default())?),
+            Arm::Grpo | Arm::KlReg => Named::new("solo", toml::Table::new()),
+        })
+    }
+
+    /// The arm's objective.
+    fn objective(self) -> Named {
+        match self {
+            Arm::Trlvr | Arm::Grpo => Named::new("grpo", toml::Table::new()),
+            Arm::KlReg => Named::new(
+                "junior-kl",
+                [("beta".to_string(), toml::Value::Float(trlvr_junior_kl::DEFAULT_BETA))]
+                    .into_iter()
+                    .collect(),
+            ),
+        }
+    }
 }
 
 /// A model: a Hugging Face directory, a `.gguf` file, or `smollm2-135m` (fetched from
@@ -183,11 +204,26 @@ impl Recipe {
     /// # Errors
     /// The file, the key and what is allowed, for an unknown or mistyped key; a bad `--set`.
     pub fn load(path: &Path, sets: &[String]) -> Result<Self> {
+        Self::load_as(path, None, sets)
+    }
+
+    /// As [`Recipe::load`], as `arm` when given: the recipe's own schedule and objective
+    /// give way to that arm's defaults (before `sets`, which may set them again).
+    ///
+    /// # Errors
+    /// As [`Recipe::load`].
+    pub fn load_as(path: &Path, arm: Option<Arm>, sets: &[String]) -> Result<Self> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading recipe {}", path.display()))?;
         // First as written, so an error points at its line.
         toml::from_str::<Recipe>(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
         let mut table: toml::Table = toml::from_str(&text)?;
+        if let Some(arm) = arm {
+            table.insert("arm".into(), toml::Value::String(arm.name().into()));
+            for (key, named) in [("schedule", arm.schedule()?), ("objective", arm.objective())] {
+                table.insert(key.into(), toml::Value::try_from(named)?);
+            }
+        }
         for set in sets {
             apply_set(&mut table, set)?;
         }
@@ -199,23 +235,11 @@ impl Recipe {
     }
 
     fn fill_defaults(&mut self) -> Result<()> {
-        let table =
-            |pairs: &[(&str, toml::Value)]| pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
         if self.schedule.is_none() {
-            self.schedule = Some(match self.arm {
-                // Written out, so the saved recipe says what the run used.
-                Arm::Trlvr => Named::new("word", toml::Table::try_from(WordBoundary::default())?),
-                Arm::Grpo | Arm::KlReg => Named::new("solo", toml::Table::new()),
-            });
+            self.schedule = Some(self.arm.schedule()?);
         }
         if self.objective.is_none() {
-            self.objective = Some(match self.arm {
-                Arm::Trlvr | Arm::Grpo => Named::new("grpo", toml::Table::new()),
-                Arm::KlReg => Named::new(
-                    "junior-kl",
-                    table(&[("beta", toml::Value::Float(trlvr_junior_kl::DEFAULT_BETA))]),
-                ),
-            });
+            self.objective = Some(self.arm.objective());
         }
         if let Some(junior) = &self.junior
             && junior.path.is_some()

@@ -58,8 +58,34 @@ pub struct Args {
     out: PathBuf,
 }
 
+impl Args {
+    /// A study's warm-up as this command's arguments.
+    pub fn of(spec: &crate::study::file::WarmupSpec, out: &Path) -> Self {
+        Self {
+            model: spec.model.clone(),
+            data: spec.data.clone(),
+            question_field: spec.question_field.clone(),
+            solution_field: spec.solution_field.clone(),
+            limit: spec.limit,
+            prompt_template: DEFAULT_TEMPLATE.into(),
+            steps: spec.steps,
+            batch_size: spec.batch_size,
+            lr: spec.lr,
+            weight_decay: 0.0,
+            seed: spec.seed,
+            device: spec.device.clone(),
+            out: out.to_path_buf(),
+        }
+    }
+}
+
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
+    warm_up(args)
+}
+
+/// Trains the warm-up `args` describe into its (new or empty) output folder.
+pub fn warm_up(args: &Args) -> Result<()> {
     if args.out.join("model.safetensors").exists() {
         bail!("{} already holds a model: choose another --out", args.out.display());
     }

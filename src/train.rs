@@ -122,10 +122,16 @@ pub fn run(args: &Args) -> Result<()> {
     ranks.finish(result)
 }
 
-/// Trains: the recipe, the models, the task, the trainer (resumed if asked), then the
-/// steps.
+/// Trains: the recipe and run directory the command line names, then [`train_run`].
 fn train(args: &Args, ranks: &Ranks) -> Result<()> {
     let (recipe, out) = recipe_and_run_dir(args)?;
+    train_run(recipe, &out, args.resume.is_some(), None, ranks)
+}
+
+/// Trains `recipe` into the run directory `out` (continuing it from its last good
+/// checkpoint when `resume`): the models, the task, the trainer, then the steps. With a
+/// `label` (a study's run), progress is one line a step, prefixed with it.
+pub fn train_run(recipe: Recipe, out: &Path, resume: bool, label: Option<&str>, ranks: &Ranks) -> Result<()> {
     let (senior_device, junior_device) = devices(&recipe, ranks)?;
     let (senior_path, senior) = load_senior(&recipe, senior_device)?;
     let registry = crate::plugins::registry(&recipe.plugins)?;
@@ -142,19 +148,19 @@ fn train(args: &Args, ranks: &Ranks) -> Result<()> {
         Trainer::new(recipe.train.clone(), senior.decoder, &*junior, &*schedule, &*objective, task)?
             .with_export(export);
 
-    let run = RunDir::open(&out)?;
-    if args.resume.is_some() {
-        trainer = resume(trainer, &run, &out, ranks)?;
+    let run = RunDir::open(out)?;
+    if resume {
+        trainer = resume_from(trainer, &run, out, ranks)?;
     }
     agree_across_ranks(ranks, &recipe)?;
     trainer = trainer.with_collective(ranks.collective())?;
-    if args.resume.is_none() && ranks.leads() {
-        mark_run(&out, &recipe)?;
+    if !resume && ranks.leads() {
+        mark_run(out, &recipe)?;
     }
-    if ranks.leads() {
-        describe(&recipe, &senior_path, &*schedule, &*objective, &trainer, ranks, &out);
+    if ranks.leads() && label.is_none() {
+        describe(&recipe, &senior_path, &*schedule, &*objective, &trainer, ranks, out);
     }
-    fit(&mut trainer, &run, &recipe, &out, ranks)
+    fit(&mut trainer, &run, &recipe, out, label, ranks)
 }
 
 /// The recipe (a new one with its `--set`s, or a resumed run's) with the command line's
@@ -307,7 +313,7 @@ fn hf_export(senior: &Loaded) -> Exporter<'static, Decoder> {
 
 /// The trainer at the last good checkpoint of `run`: rank 0 picks it (setting damaged
 /// ones aside) and trims the logs; every rank resumes from the one it picked.
-fn resume<'a>(
+fn resume_from<'a>(
     mut trainer: Trainer<'a, Decoder>,
     run: &RunDir,
     out: &Path,
@@ -366,9 +372,12 @@ fn fit(
     run: &RunDir,
     recipe: &Recipe,
     out: &Path,
+    label: Option<&str>,
     ranks: &Ranks,
 ) -> Result<()> {
-    let progress = ranks.leads().then(|| StepProgress::new(recipe.train.steps, trainer.state().step));
+    let progress = ranks
+        .leads()
+        .then(|| StepProgress::new(recipe.train.steps, trainer.state().step, label.map(String::from)));
     let rows = std::cell::Cell::new(0);
     let on_progress = &mut |p| {
         count_rollouts(&rows, p);
@@ -387,6 +396,9 @@ fn fit(
     }
     let Some(progress) = progress else { return Ok(()) };
     progress.bar.finish_and_clear();
+    if label.is_some() {
+        return Ok(());
+    }
     if let Some((step, score)) = trainer.state().best {
         eprintln!("best validation pass@1 {score:.3} at step {step}: {}", run.checkpoint_dir(step).display());
     }
@@ -443,18 +455,20 @@ fn count_rollouts(rows: &std::cell::Cell<usize>, p: FitProgress) {
     }
 }
 
-/// A bar over steps on a terminal (live figures in its message), plain lines otherwise.
+/// A bar over steps on a terminal (live figures in its message), plain lines otherwise
+/// (always, prefixed with the label, for a study's run).
 struct StepProgress {
     bar: ProgressBar,
     terminal: bool,
     total: usize,
+    label: Option<String>,
     /// The quarter of validation last printed, in plain output.
     validation_shown: std::cell::Cell<Option<usize>>,
 }
 
 impl StepProgress {
-    fn new(total: usize, done: usize) -> Self {
-        let terminal = std::io::stderr().is_terminal();
+    fn new(total: usize, done: usize, label: Option<String>) -> Self {
+        let terminal = std::io::stderr().is_terminal() && label.is_none();
         let bar = if terminal { ProgressBar::new(total as u64) } else { ProgressBar::hidden() };
         bar.set_style(
             ProgressStyle::with_template("{elapsed_precise} [{bar:30}] step {pos}/{len} {msg}")
@@ -462,7 +476,7 @@ impl StepProgress {
                 .progress_chars("=> "),
         );
         bar.set_position(done as u64);
-        Self { bar, terminal, total, validation_shown: std::cell::Cell::new(None) }
+        Self { bar, terminal, total, label, validation_shown: std::cell::Cell::new(None) }
     }
 
     fn progress(&self, p: FitProgress) {
@@ -487,7 +501,7 @@ impl StepProgress {
                     // Plain output: a line at the start and at each quarter, not per token.
                     let quarter = 4 * done / problems.max(1);
                     if self.validation_shown.replace(Some(quarter)) != Some(quarter) {
-                        eprintln!("{line}");
+                        self.say(&line);
                     }
                 }
             }
@@ -531,7 +545,15 @@ impl StepProgress {
             self.bar.set_position(m.step as u64);
             self.bar.println(line);
         } else {
-            eprintln!("{line}");
+            self.say(&line);
+        }
+    }
+
+    /// A plain line, prefixed with the run's label, if any.
+    fn say(&self, line: &str) {
+        match &self.label {
+            Some(label) => eprintln!("[{label}] {line}"),
+            None => eprintln!("{line}"),
         }
     }
 }

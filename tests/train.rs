@@ -150,6 +150,8 @@ fn each_arm_trains_and_only_the_senior_moves() {
             "accuracy",
             "senior_share",
             "response_len_mean",
+            "tokens",
+            "senior_tokens",
             "response_len_max",
             "truncation_rate",
             "loss",
@@ -173,6 +175,11 @@ fn each_arm_trains_and_only_the_senior_moves() {
         match arm {
             "trlvr" => assert!(m.iter().all(|m| m.senior_share > 0.2 && m.senior_share < 0.8), "{arm}"),
             _ => assert!(m.iter().all(|m| m.senior_share == 1.0), "{arm}"),
+        }
+        // Token counts: 4 prompts x 8 rollouts of the mean length; the senior's share of them.
+        for m in &m {
+            assert_eq!(m.tokens as f64, m.response_len_mean * 32.0, "{arm}");
+            assert_eq!(m.senior_share, m.senior_tokens as f64 / m.tokens as f64, "{arm}");
         }
         assert_eq!(m[0].kl.is_some(), arm == "kl-reg", "{arm}");
         // The objective's own metrics reach metrics.jsonl: junior-KL's share of clamped tokens.

@@ -74,6 +74,8 @@ pub struct Models {
     pub literate_juniors: Vec<(Recipe, Decoder)>,
     /// Their config files, for saving checkpoints.
     pub base_config: ModelConfig,
+    /// Every model's cache key (what a run trained from them depends on).
+    pub keys: Vec<String>,
     /// Seconds spent training (0 when all came from the cache).
     pub sft_seconds: f64,
 }
@@ -291,10 +293,16 @@ pub fn ensure_all(
     });
     let (control, c) = control?;
     let mut trained = a || b || c;
+    let mut keys = vec![
+        base_key.clone(),
+        junior_key.clone(),
+        cache_key(task, &control_recipe, Some(&base_key), &TRAINING_CODE),
+    ];
     let mut literate_juniors = Vec::new();
     for (recipe, result) in literate.into_iter().zip(literate_results) {
         let (model, t) = result?;
         trained |= t;
+        keys.push(cache_key(task, &recipe, Some(&junior_key), &TRAINING_CODE));
         literate_juniors.push((recipe, model.valid()));
     }
     let sft_seconds = if trained { started.elapsed().as_secs_f64() } else { 0.0 };
@@ -304,6 +312,7 @@ pub fn ensure_all(
         junior: junior.valid(),
         control: control.valid(),
         literate_juniors,
+        keys,
         sft_seconds,
     })
 }

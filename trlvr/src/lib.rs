@@ -28,6 +28,7 @@
 //! | attention / response / ownership masks, the loss mask | [`mask`] |
 //! | datasets of problems (JSONL; GSM8K, MATH, DeepScaleR layouts) | [`data`] |
 //! | evaluation: solo/handoff pass@k, communication tax, legibility, drift | [`eval`] |
+//! | studies: arms × seeds, the hierarchical bootstrap, claims and their verdicts | [`study`] |
 //! | word boundaries, paragraph ends, EOS ids | [`vocab`] |
 //! | a bigram test model | [`bigram`] |
 //! | devices by name (`flex`, `cuda:0`, `tch`) | [`device`] |
@@ -85,6 +86,7 @@ pub mod objective;
 pub mod plugin;
 pub mod rollout;
 pub mod schedule;
+pub mod study;
 #[cfg(feature = "testing")]
 pub mod testing;
 // The unit tests of the fuzzing kit measure allocations through its guard.

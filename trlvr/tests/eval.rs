@@ -502,3 +502,38 @@ fn bad_settings_are_errors() {
     let err = eval.run(&sets, &mut SampleStore::in_memory(), &mut |_| {}).unwrap_err().to_string();
     assert!(err.contains("appears twice"), "{err}");
 }
+
+/// The handoff mode with another schedule: the word schedule's owners (replayed from the
+/// tokens), recorded in the samples' settings; a schedule that never hands over refused.
+#[test]
+fn the_handoff_mode_takes_another_schedule() {
+    let device = Device::default();
+    let senior = BigramLm::new(&senior_table(), &device);
+    // Self-paired, so both authors write chains alike and the coins alone split the tokens.
+    let junior = BigramLm::new(&senior_table(), &device);
+    let classes = classes();
+    let word = WordBoundary::new(0.5, 32).unwrap();
+    let eval = Evaluation::new(&senior, &junior, &classes, toy_config(), &detokenize)
+        .unwrap()
+        .with_handoff(&word)
+        .unwrap();
+    assert!(eval.sample_settings()["handoff"].as_str().unwrap().starts_with("WordBoundary"));
+    let mut store = SampleStore::in_memory();
+    let report = eval.run(&toy_sets(12), &mut store, &mut |_| {}).unwrap();
+    let owners: Vec<Owner> =
+        chains(&store, 12, Mode::Handoff).into_iter().flat_map(|(_, _, owners)| owners).collect();
+    let senior_share = owners.iter().filter(|&&o| o == Owner::Senior).count() as f64 / owners.len() as f64;
+    // Word-level coins: about half of the tokens each, and the junior may write first
+    // (step alternation always starts with the senior).
+    assert!((0.3..0.7).contains(&senior_share), "{senior_share}");
+    let first_junior = chains(&store, 12, Mode::Handoff)
+        .iter()
+        .filter(|(_, _, o)| o.first() == Some(&Owner::Junior))
+        .count();
+    assert!(first_junior > 0);
+    assert!((0.3..0.7).contains(&report.macro_figures.handoff_senior_share));
+    let solo = Solo::senior();
+    let refused =
+        Evaluation::new(&senior, &junior, &classes, toy_config(), &detokenize).unwrap().with_handoff(&solo);
+    assert!(refused.unwrap_err().to_string().contains("never hands over"));
+}

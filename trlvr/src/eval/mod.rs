@@ -157,6 +157,8 @@ pub struct Evaluation<'m> {
     config: EvalConfig,
     detokenize: DetokenizeFn<'m>,
     ranks: &'m dyn Collective,
+    /// The handoff mode's schedule, when not the paragraph alternation.
+    handoff: Option<&'m dyn HandoffSchedule>,
 }
 
 impl std::fmt::Debug for Evaluation<'_> {
@@ -195,7 +197,7 @@ impl<'m> Evaluation<'m> {
             return Err(Error::Config("batch_problems, max_rounds and max_new_tokens must be >= 1".into()));
         }
         config.sampling.validate()?;
-        Ok(Self { senior, junior, classes, config, detokenize, ranks: &Single })
+        Ok(Self { senior, junior, classes, config, detokenize, ranks: &Single, handoff: None })
     }
 
     /// Evaluates as one rank of `ranks` (data parallelism; [`crate::collective`]): the
@@ -209,6 +211,24 @@ impl<'m> Evaluation<'m> {
         self
     }
 
+    /// Draws the handoff samples with `schedule` instead of the paragraph alternation
+    /// (method.md §5): the training schedule, say, which hands off at word boundaries
+    /// and which no formatting of the senior's can dodge.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a schedule that never hands over, or with bad settings.
+    pub fn with_handoff(mut self, schedule: &'m dyn HandoffSchedule) -> Result<Self> {
+        schedule.validate()?;
+        if schedule.senior_only() {
+            return Err(Error::Config(format!(
+                "the handoff schedule {} never hands over to the junior: the handoff mode needs one that does",
+                schedule.name()
+            )));
+        }
+        self.handoff = Some(schedule);
+        Ok(self)
+    }
+
     /// The configuration.
     pub fn config(&self) -> &EvalConfig {
         &self.config
@@ -216,13 +236,17 @@ impl<'m> Evaluation<'m> {
 
     /// What the samples depend on (the store's settings line; add model identities).
     pub fn sample_settings(&self) -> Value {
-        serde_json::json!({
+        let mut settings = serde_json::json!({
             "n": self.config.n,
             "sampling": self.config.sampling,
             "max_new_tokens": self.config.max_new_tokens,
             "max_rounds": self.config.max_rounds,
             "seed": self.config.seed,
-        })
+        });
+        if let Some(schedule) = self.handoff {
+            settings["handoff"] = Value::String(format!("{schedule:?}"));
+        }
+        settings
     }
 
     /// Samples, grades and measures everything: [`Evaluation::sample`], then
@@ -257,7 +281,11 @@ impl<'m> Evaluation<'m> {
         let mut done = 0;
         let mut throughput = Throughput::default();
         for mode in [Mode::Solo, Mode::Handoff] {
-            let (engine, schedule) = self.engine(mode)?;
+            let (engine, built_in) = self.engine(mode)?;
+            let schedule: &dyn HandoffSchedule = match (mode, self.handoff) {
+                (Mode::Handoff, Some(schedule)) => schedule,
+                _ => built_in.as_ref(),
+            };
             let (todo, stored) = pending(sets, store, mode);
             done += stored;
             let phase = Phase::Sampling(mode);
@@ -268,7 +296,7 @@ impl<'m> Evaluation<'m> {
                 let start = Instant::now();
                 let (base_tokens, base_seconds) = (throughput.tokens(), throughput.seconds());
                 let (records, tokens) = match round.get(self.ranks.rank()) {
-                    Some(batch) => self.draw_batch(&engine, schedule.as_ref(), mode, batch, &mut |step| {
+                    Some(batch) => self.draw_batch(&engine, schedule, mode, batch, &mut |step| {
                         on_progress(EvalProgress {
                             phase,
                             done,

@@ -202,6 +202,12 @@ pub struct StepMetrics {
     pub senior_share: f64,
     /// Mean response length in tokens.
     pub response_len_mean: f64,
+    /// Response tokens of the step's rollouts (every rank's), both authors.
+    #[serde(default)]
+    pub tokens: usize,
+    /// ... of which the senior wrote (the rest are the junior's).
+    #[serde(default)]
+    pub senior_tokens: usize,
     /// Longest response.
     pub response_len_max: usize,
     /// Fraction of rollouts cut by the token budget.
@@ -581,6 +587,8 @@ impl<'a, P: Policy> Trainer<'a, P> {
             accuracy: rows.correct.iter().filter(|&&c| c).count() as f64 / n,
             senior_share: senior_tokens as f64 / tokens.max(1) as f64,
             response_len_mean: tokens as f64 / n,
+            tokens,
+            senior_tokens,
             response_len_max: rows.lengths.iter().copied().max().unwrap_or(0),
             truncation_rate: rows.truncated.iter().filter(|&&t| t).count() as f64 / n,
             rows_updated: report.rows,
