@@ -188,17 +188,23 @@ pub fn run(
         ));
     }
     let done = Mutex::new(total - todo.len());
-    let ctx = Work { plan, lab, ranks, log };
-    let work = |t: &Todo| -> Result<()> {
-        ctx.train(t)?;
-        ctx.evaluate(t)?;
+    let ctx = Work { plan, lab, log };
+    let work = |t: &Todo, ranks: &Ranks| -> Result<()> {
+        ctx.train(t, ranks)?;
+        ctx.evaluate(t, ranks)?;
         let mut done = done.lock().expect("not poisoned");
         *done += 1;
-        ctx.say(&format!("{}: done ({} of {total} runs)", plan.runs[t.run].key, *done));
+        ctx.say(ranks, &format!("{}: done ({} of {total} runs)", plan.runs[t.run].key, *done));
         Ok(())
     };
-    let jobs = if ranks.size() > 1 { 1 } else { jobs };
-    in_parallel(&todo, jobs, &work)?;
+    if ranks.size() > 1 || jobs == 1 {
+        // Every rank works on each run in turn.
+        todo.iter().try_for_each(|t| work(t, ranks))?;
+    } else {
+        // One process: runs side by side, each with the one-process ranks of its own (an
+        // MPI communicator cannot be shared between threads).
+        in_parallel(&todo, jobs, &|t| work(t, &Ranks::connect()?))?;
+    }
     // Every rank has every result (the records), read by rank 0 only.
     if !ranks.leads() {
         return Ok(Outcome { results: Vec::new(), costs: BTreeMap::new(), trained_now, evaluated_now });
@@ -211,39 +217,38 @@ pub fn run(
 struct Work<'a> {
     plan: &'a Plan,
     lab: &'a dyn Lab,
-    ranks: &'a Ranks,
     log: &'a Log,
 }
 
 impl Work<'_> {
     /// A line from rank 0.
-    fn say(&self, line: &str) {
-        if self.ranks.leads() {
+    fn say(&self, ranks: &Ranks, line: &str) {
+        if ranks.leads() {
             self.log.say(line);
         }
     }
 
     /// Trains `t`'s run if it is to be (an arm not trained is recorded at no cost).
-    fn train(&self, t: &Todo) -> Result<()> {
+    fn train(&self, t: &Todo, ranks: &Ranks) -> Result<()> {
         if !t.train {
             return Ok(());
         }
         let run = &self.plan.runs[t.run];
         let key = &run.key;
         let dir = self.plan.run_dir(key);
-        let leads = self.ranks.leads();
+        let leads = ranks.leads();
         if leads {
             self.plan.start_run(run)?;
         }
         let started = Instant::now();
         let cost = if key.seed.is_some() {
-            self.say(&format!("{key}: training"));
+            self.say(ranks, &format!("{key}: training"));
             let cost = self
                 .lab
-                .train(key, &dir, self.ranks)
+                .train(key, &dir, ranks)
                 .with_context(|| format!("training run {key} (in {})", dir.display()))?;
             let seconds = started.elapsed().as_secs_f64();
-            self.say(&format!("{key}: trained in {seconds:.0} s ({} steps)", cost.steps));
+            self.say(ranks, &format!("{key}: trained in {seconds:.0} s ({} steps)", cost.steps));
             cost
         } else {
             Cost::default()
@@ -251,28 +256,30 @@ impl Work<'_> {
         if leads {
             self.plan.finish_run(run, cost)?;
         }
+        // Rank 0 wrote the checkpoint every rank's evaluation reads.
+        ranks.collective().barrier()?;
         Ok(())
     }
 
     /// Draws `t`'s evaluations, each recorded as it finishes.
-    fn evaluate(&self, t: &Todo) -> Result<()> {
+    fn evaluate(&self, t: &Todo, ranks: &Ranks) -> Result<()> {
         let run = &self.plan.runs[t.run];
         let key = &run.key;
         let dir = self.plan.run_dir(key);
         for &e in &t.evaluations {
             let (name, fingerprint) = &run.evaluations[e];
             let eval_dir = self.plan.eval_dir(key, name);
-            if self.ranks.leads() {
+            if ranks.leads() {
                 self.plan.start_eval(run, name, fingerprint)?;
             }
             let started = Instant::now();
-            self.say(&format!("{key}: evaluating ({name})"));
+            self.say(ranks, &format!("{key}: evaluating ({name})"));
             let evaluated = self
                 .lab
-                .evaluate(key, &dir, name, &eval_dir, self.ranks)
+                .evaluate(key, &dir, name, &eval_dir, ranks)
                 .with_context(|| format!("evaluating run {key} ({name}, in {})", eval_dir.display()))?;
             evaluated.validate()?;
-            if self.ranks.leads() {
+            if ranks.leads() {
                 self.plan.finish_eval(run, name, fingerprint, started.elapsed().as_secs_f64(), evaluated)?;
             }
         }
