@@ -4,6 +4,7 @@ mod compare;
 mod data;
 mod demo;
 mod eval;
+mod familiar;
 mod generate;
 mod handoff;
 mod input;

@@ -216,8 +216,10 @@ impl Recipe {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading recipe {}", path.display()))?;
         // First as written, so an error points at its line.
-        toml::from_str::<Recipe>(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
-        let mut table: toml::Table = toml::from_str(&text)?;
+        let written: toml::Table = toml::from_str(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        toml::from_str::<Recipe>(&text)
+            .map_err(|e| crate::familiar::hinted(format!("{}: {e}", path.display()), &written))?;
+        let mut table = written;
         if let Some(arm) = arm {
             table.insert("arm".into(), toml::Value::String(arm.name().into()));
             for (key, named) in [("schedule", arm.schedule()?), ("objective", arm.objective())] {
@@ -227,9 +229,9 @@ impl Recipe {
         for set in sets {
             apply_set(&mut table, set)?;
         }
-        let mut recipe: Recipe = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e| anyhow!("{} with --set {}: {e}", path.display(), sets.join(" ")))?;
+        let mut recipe: Recipe = toml::Value::Table(table.clone()).try_into().map_err(|e| {
+            crate::familiar::hinted(format!("{} with --set {}: {e}", path.display(), sets.join(" ")), &table)
+        })?;
         recipe.fill_defaults().map_err(|e| anyhow!("{}: {e}", path.display()))?;
         Ok(recipe)
     }
@@ -348,6 +350,20 @@ mod tests {
         let err = Recipe::load(&path, &[]).unwrap_err().to_string();
         assert!(err.contains("learning_rate") && err.contains("line 9") && err.contains("`lr`"), "{err}");
         assert!(err.contains(&path.display().to_string()), "{err}");
+    }
+
+    /// A TRL or verl name is refused with trlvr's beside it, from the file or a `--set`.
+    #[test]
+    fn familiar_names_point_to_trlvr_s() {
+        let path = write("familiar", BASE);
+        let err = Recipe::load(&path, &["train.num_generations=8".into()]).unwrap_err().to_string();
+        assert!(
+            err.contains("`train.num_generations` is TRL's name: trlvr's is `train.group_size`"),
+            "{err}"
+        );
+        let path = write("familiar-file", &format!("{BASE}[train]\nlearning_rate = 1e-6\n"));
+        let err = Recipe::load(&path, &[]).unwrap_err().to_string();
+        assert!(err.contains("trlvr's is `train.lr`") && err.contains("line 8"), "{err}");
     }
 
     #[test]

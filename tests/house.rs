@@ -415,3 +415,18 @@ fn no_committed_file_names_a_local_machine() {
     }
     assert!(found.is_empty(), "local machine paths: {found:#?}");
 }
+
+/// README.md's library snippet is `examples/grpo_loss.rs` between its markers, word for
+/// word: the example compiles (and runs in CI), so the README's does.
+#[test]
+fn the_readme_s_library_snippet_is_the_example() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let example = std::fs::read_to_string(root().join("examples/grpo_loss.rs")).unwrap();
+    let start = readme.find("```rust\nuse trlvr::burn::prelude::*;").expect("the snippet in README.md") + 8;
+    let snippet = &readme[start..start + readme[start..].find("```").unwrap()];
+    let begin = example.find("// README begin\n").unwrap() + "// README begin\n".len();
+    let region = &example[begin..example.find("    // README end").unwrap()];
+    let region: String =
+        region.lines().map(|l| format!("{}\n", l.strip_prefix("    ").unwrap_or(l))).collect();
+    assert_eq!(snippet, region);
+}

@@ -98,6 +98,8 @@ pub mod train;
 pub mod verifier;
 pub mod vocab;
 
+/// The Burn trlvr is built on, so a program needs no version of its own to match.
+pub use burn;
 pub use error::{Error, Result};
 /// Re-exported so plugin crates can `inventory::submit!` without naming the version.
 pub use inventory;
