@@ -78,6 +78,11 @@ static GUARD: trlvr::testing::fuzz::AllocationGuard = trlvr::testing::fuzz::Allo
 
 fn main() -> Result<()> {
     trlvr::device::keep_freed_memory();
+    // The libraries speak through `tracing`: warnings reach standard error unless
+    // RUST_LOG says otherwise (`RUST_LOG=trlvr=debug`, `RUST_LOG=off`).
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
     match Cli::parse().command {
         Command::Demo(args) => demo::run(&args),
         Command::Handoff(args) => handoff::run(&args),

@@ -439,6 +439,18 @@ fn eval_writes_every_figure_resumes_and_regrades() {
     assert!(err.contains("resuming") && err.contains("(0 tokens sampled"), "{err}");
     let again = read_json(&std::path::Path::new(out).join("eval.json"));
     assert_eq!(again["sets"], report["sets"]);
+    // A last line cut short by an interruption: set aside with a warning the user sees
+    // (the libraries' `tracing` reaches standard error), that problem-mode drawn again.
+    let torn = samples
+        .trim_end()
+        .rsplit_once('\n')
+        .map(|(head, last)| format!("{head}\n{}", &last[..last.len() / 2]))
+        .unwrap();
+    std::fs::write(&samples_path, &torn).unwrap();
+    let (code, _, err) = trlvr(&args, "");
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("dropping the last line, cut short by an interruption"), "{err}");
+    assert_eq!(std::fs::read_to_string(&samples_path).unwrap(), samples, "drawn again, the same");
     // Re-grade with another extraction, without sampling.
     let mut boxed = args.to_vec();
     boxed.extend(["--grading", "boxed"]);

@@ -47,8 +47,9 @@ impl Extraction {
     /// The grader's extraction: every stage of the [`Pipeline`].
     pub const FREE: Self = Self::Pipeline(Pipeline::FULL);
 
-    /// How to read references written as a dataset says (`trlvr::data`): after `####`,
+    /// How to read references written as a dataset says (`trlvr::data`; feature `trlvr`): after `####`,
     /// in the solution's last `\boxed{}`, or whole.
+    #[cfg(feature = "trlvr")]
     pub fn for_references(format: trlvr::data::ReferenceFormat) -> Self {
         match format {
             trlvr::data::ReferenceFormat::Hashes => Self::Gsm8k,

@@ -28,8 +28,10 @@
 //!    [`equiv::matches_reference`], which lets the reference's shape settle what an
 //!    ambiguous response means (`0,5` against `0.5`, a list against a tuple).
 //!
-//! [`MathVerifier`] ties the three together behind [`trlvr::verifier::Verifier`], and
-//! [`check()`] returns a serialisable [`Verdict`] with every intermediate form.
+//! [`MathVerifier`] ties the three together ([`MathVerifier::rate`]; behind
+//! `trlvr::verifier::Verifier` with the feature `trlvr`), and [`check()`] returns a
+//! serialisable [`Verdict`] with every intermediate form. Without that feature the crate
+//! needs neither trlvr nor Burn.
 //!
 //! Hostile input is cheap: responses are scanned linearly, answers are capped in length
 //! ([`extract::MAX_ANSWER_BYTES`], [`equiv::MAX_ANSWER_LEN`]), token count, nesting depth
@@ -40,14 +42,13 @@
 //! this workspace, while random-point evaluation needs only a few hundred lines.
 //!
 //! ```
-//! use trlvr::verifier::Verifier;
 //! use trlvr_verifiers::{Extraction, MathVerifier, equivalent, extract};
 //!
 //! let response = r"Adding the two parts gives $\boxed{2\frac{1}{2}\text{ cm}}$.";
 //! assert_eq!(extract(response, Extraction::Math).as_deref(), Some(r"2\frac{1}{2}\text{ cm}"));
 //! assert!(equivalent("5/2", r"2\frac{1}{2}\text{ cm}"));
 //!
-//! let reward = MathVerifier::default().verify(response, "2.5");
+//! let reward = MathVerifier::default().rate(response, "2.5");
 //! assert!(reward.correct);
 //! assert_eq!(reward.value, 1.0);
 //! assert_eq!(reward.reason, "equal");
@@ -73,4 +74,4 @@ pub use equiv::{equivalent, equivalent_normalized};
 pub use error::VerifyError;
 pub use extract::{Extraction, extract};
 pub use normalize::normalize;
-pub use verifier::{MathVerifier, Verdict, check};
+pub use verifier::{MathVerifier, Rating, Verdict, check};

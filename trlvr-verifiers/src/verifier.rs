@@ -1,7 +1,6 @@
 //! [`MathVerifier`], the reward function, and [`Verdict`], its explainable result.
 
 use serde::Serialize;
-use trlvr::verifier::{Reward, Verifier};
 
 use crate::equiv::matches_reference;
 use crate::extract::{Extraction, Pipeline, boxed, extract};
@@ -47,13 +46,12 @@ pub fn check(gold: &str, pred: &str) -> Verdict {
 /// for wrong answers that were at least given in a well-formed `\boxed{}`.
 ///
 /// ```
-/// use trlvr::verifier::Verifier;
 /// use trlvr_verifiers::MathVerifier;
 ///
 /// let v = MathVerifier::default().with_format_reward(0.1);
-/// assert_eq!(v.verify(r"so \boxed{42}", "42").value, 1.0);
-/// assert_eq!(v.verify(r"so \boxed{41}", "42").value, 0.1);
-/// assert_eq!(v.verify("so 41", "42").value, 0.0);
+/// assert_eq!(v.rate(r"so \boxed{42}", "42").value, 1.0);
+/// assert_eq!(v.rate(r"so \boxed{41}", "42").value, 0.1);
+/// assert_eq!(v.rate("so 41", "42").value, 0.0);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MathVerifier {
@@ -81,12 +79,11 @@ impl MathVerifier {
     /// whose references are solutions ([`Extraction::Gsm8k`], [`Extraction::Math`]).
     ///
     /// ```
-    /// use trlvr::verifier::Verifier;
     /// use trlvr_verifiers::{Extraction, MathVerifier};
     ///
     /// let v = MathVerifier::strict().with_reference_extraction(Extraction::Gsm8k);
-    /// assert!(v.verify(r"3 + 4 = 7, so \boxed{7}", "She has 7.\n#### 7").correct);
-    /// assert!(!v.verify("The answer is 7.", "#### 7").correct);
+    /// assert!(v.rate(r"3 + 4 = 7, so \boxed{7}", "She has 7.\n#### 7").correct);
+    /// assert!(!v.rate("The answer is 7.", "#### 7").correct);
     /// ```
     pub fn strict() -> Self {
         Self::new(Extraction::LastBox)
@@ -98,13 +95,12 @@ impl MathVerifier {
     /// reference reads the option the response chooses.
     ///
     /// ```
-    /// use trlvr::verifier::Verifier;
     /// use trlvr_verifiers::MathVerifier;
     ///
     /// let g = MathVerifier::grader();
-    /// assert!(g.verify("... so she has 99 marbles.", "99").correct);
-    /// assert!(g.verify(r"Hence \[ x = 5+5+1 = 11 \]", "11").correct);
-    /// assert!(g.verify("D. it can't be A or B", "(D)").correct);
+    /// assert!(g.rate("... so she has 99 marbles.", "99").correct);
+    /// assert!(g.rate(r"Hence \[ x = 5+5+1 = 11 \]", "11").correct);
+    /// assert!(g.rate("D. it can't be A or B", "(D)").correct);
     /// ```
     pub fn grader() -> Self {
         Self::new(Extraction::FREE).with_reference_extraction(Extraction::FREE)
@@ -156,19 +152,47 @@ fn is_option(gold: &str) -> bool {
     matches!(gold.as_bytes(), [b'A'..=b'H' | b'J'])
 }
 
-impl Verifier for MathVerifier {
-    fn verify(&self, response: &str, reference: &str) -> Reward {
+impl MathVerifier {
+    /// The reward of `response` against `reference`, without trlvr: what
+    /// [`trlvr::verifier::Verifier::verify`] returns (feature `trlvr`).
+    ///
+    /// ```
+    /// use trlvr_verifiers::MathVerifier;
+    ///
+    /// let r = MathVerifier::strict().rate(r"so \boxed{7}", "7");
+    /// assert_eq!((r.value, r.correct, r.reason.as_str()), (1.0, true, "equal"));
+    /// ```
+    pub fn rate(&self, response: &str, reference: &str) -> Rating {
         let v = self.check(reference, response);
         if v.equal {
-            return Reward { value: 1.0, correct: true, reason: v.reason.into() };
+            return Rating { value: 1.0, correct: true, reason: v.reason.into() };
         }
         if self.format_reward > 0.0 && boxed(response).is_some_and(|b| !b.trim().is_empty()) {
-            return Reward {
+            return Rating {
                 value: self.format_reward,
                 correct: false,
                 reason: format!("{} (well-formed boxed answer)", v.reason),
             };
         }
-        Reward { value: 0.0, correct: false, reason: v.reason.into() }
+        Rating { value: 0.0, correct: false, reason: v.reason.into() }
+    }
+}
+
+/// A response's reward: its value, whether it is correct, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rating {
+    /// 1 when correct; the format reward, or 0, otherwise.
+    pub value: f32,
+    /// Whether the answer equals the reference.
+    pub correct: bool,
+    /// Why, in a few words.
+    pub reason: String,
+}
+
+#[cfg(feature = "trlvr")]
+impl trlvr::verifier::Verifier for MathVerifier {
+    fn verify(&self, response: &str, reference: &str) -> trlvr::verifier::Reward {
+        let Rating { value, correct, reason } = self.rate(response, reference);
+        trlvr::verifier::Reward { value, correct, reason }
     }
 }
