@@ -233,6 +233,8 @@ impl Recipe {
             crate::familiar::hinted(format!("{} with --set {}: {e}", path.display(), sets.join(" ")), &table)
         })?;
         recipe.fill_defaults().map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        // Every setting checked here, before any model loads.
+        recipe.train.validate().map_err(|e| anyhow!("{}: [train] {e}", path.display()))?;
         Ok(recipe)
     }
 
@@ -350,6 +352,27 @@ mod tests {
         let err = Recipe::load(&path, &[]).unwrap_err().to_string();
         assert!(err.contains("learning_rate") && err.contains("line 9") && err.contains("`lr`"), "{err}");
         assert!(err.contains(&path.display().to_string()), "{err}");
+    }
+
+    /// Bad numbers are refused when the recipe is read, before any model loads, with the
+    /// reason (the model path `m` does not exist: a later check would name it instead).
+    #[test]
+    fn bad_settings_are_refused_with_the_reason_before_any_model_loads() {
+        let path = write("numbers", BASE);
+        for (set, want) in [
+            (
+                "train.group_size=1",
+                "group_size must be at least 2: a group of one rollout has every advantage 0",
+            ),
+            ("train.group_size=0", "group_size must be at least 1"),
+            ("train.lr=nan", "lr must be finite and > 0"),
+            ("train.lr=0.0", "lr must be finite and > 0 (0 learns nothing)"),
+            ("train.adam_eps=1e-50", "adam_eps must be > 0 and representable in f32"),
+            ("train.mini_batch_prompts=3", "mini_batch_prompts (3) must divide prompts_per_step"),
+        ] {
+            let err = Recipe::load(&path, &[set.to_string()]).unwrap_err().to_string();
+            assert!(err.contains(want) && err.contains("[train]"), "{set}: {err}");
+        }
     }
 
     /// A TRL or verl name is refused with trlvr's beside it, from the file or a `--set`.

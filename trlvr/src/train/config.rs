@@ -207,8 +207,18 @@ impl TrainConfig {
                 self.mini_batch_prompts, self.prompts_per_step
             )));
         }
-        if !(self.lr.is_finite() && self.lr >= 0.0) {
-            return Err(Error::Config(format!("lr must be finite and >= 0, got {}", self.lr)));
+        if self.group_size < 2 {
+            return Err(Error::Config(
+                "group_size must be at least 2: a group of one rollout has every advantage 0 (its reward minus \
+                 its own mean), so nothing could be learned"
+                    .into(),
+            ));
+        }
+        if !(self.lr.is_finite() && self.lr > 0.0) {
+            return Err(Error::Config(format!(
+                "lr must be finite and > 0 (0 learns nothing), got {}",
+                self.lr
+            )));
         }
         if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
             return Err(Error::Config(format!("weight_decay must be >= 0, got {}", self.weight_decay)));
@@ -216,11 +226,16 @@ impl TrainConfig {
         if !(self.grad_clip.is_finite() && self.grad_clip >= 0.0) {
             return Err(Error::Config(format!("grad_clip must be >= 0, got {}", self.grad_clip)));
         }
-        if self.adam_betas.iter().any(|b| !(0.0..1.0).contains(b))
-            || self.adam_eps.is_nan()
-            || self.adam_eps <= 0.0
-        {
-            return Err(Error::Config("adam_betas must lie in [0, 1) and adam_eps be > 0".into()));
+        if self.adam_betas.iter().any(|b| !(0.0..1.0).contains(b)) {
+            return Err(Error::Config(format!("adam_betas must lie in [0, 1), got {:?}", self.adam_betas)));
+        }
+        // The optimizer's state is f32 (master weights stay f32 under mixed precision): an
+        // ε that rounds to 0 there turns the first zero-gradient step into 0/0 = NaN.
+        if !(self.adam_eps.is_finite() && (self.adam_eps as f32) > 0.0) {
+            return Err(Error::Config(format!(
+                "adam_eps must be > 0 and representable in f32 (the optimizer's state), got {}",
+                self.adam_eps
+            )));
         }
         if let LrSchedule::Cosine { min_ratio, .. } = self.lr_schedule
             && !(0.0..=1.0).contains(&min_ratio)

@@ -16,6 +16,40 @@ pub struct RunDir {
     root: PathBuf,
 }
 
+/// The lines of a log (`metrics.jsonl`, `samples.jsonl`) of steps up to `step`. Only the
+/// last line may be unreadable, and only when it has no newline: the write a crash cut.
+fn kept_lines(path: &Path, text: &str, step: usize) -> Result<String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut kept = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_end_matches('\n');
+        if body.trim().is_empty() {
+            continue;
+        }
+        let of = serde_json::from_str::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| v.get("step").and_then(serde_json::Value::as_u64));
+        match of {
+            Some(s) if s as usize <= step => {
+                kept.push_str(body);
+                kept.push('\n');
+            }
+            Some(_) => {}
+            None if i + 1 == lines.len() && !line.ends_with('\n') => {}
+            None => {
+                return Err(Error::Data {
+                    path: path.to_path_buf(),
+                    line: Some(i + 1),
+                    message: "not a log line with a step, and not the last line a crash cut short: the \
+                              file is damaged (left as it is)"
+                        .into(),
+                });
+            }
+        }
+    }
+    Ok(kept)
+}
+
 fn io(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Checkpoint { path: path.to_path_buf(), message: e.to_string() }
 }
@@ -107,26 +141,18 @@ impl RunDir {
     }
 
     /// Drops what a crashed run wrote after the checkpoint it resumes from: log lines of
-    /// later steps and half-written checkpoint folders.
+    /// later steps, a last line the crash cut short, and half-written checkpoint folders.
     ///
     /// # Errors
-    /// [`Error::Checkpoint`] on I/O errors.
+    /// [`Error::Checkpoint`] on I/O errors; [`Error::Data`] for an unreadable line before
+    /// the last (damage, not a crash's cut: the files are left as they are).
     pub fn rewind(&self, step: usize) -> Result<()> {
         for path in [self.metrics_path(), self.samples_path()] {
             if !path.exists() {
                 continue;
             }
             let text = std::fs::read_to_string(&path).map_err(|e| io(&path, e))?;
-            let kept: String = text
-                .lines()
-                .filter(|line| {
-                    serde_json::from_str::<serde_json::Value>(line)
-                        .ok()
-                        .and_then(|v| v.get("step").and_then(serde_json::Value::as_u64))
-                        .is_some_and(|s| s as usize <= step)
-                })
-                .map(|line| format!("{line}\n"))
-                .collect();
+            let kept = kept_lines(&path, &text, step)?;
             let tmp = path.with_extension("jsonl.tmp");
             std::fs::write(&tmp, kept).map_err(|e| io(&tmp, e))?;
             std::fs::rename(&tmp, &path).map_err(|e| io(&path, e))?;
@@ -139,6 +165,11 @@ impl RunDir {
             }
         }
         Ok(())
+    }
+
+    #[cfg(test)]
+    pub(super) fn kept(path: &Path, text: &str, step: usize) -> Result<String> {
+        kept_lines(path, text, step)
     }
 
     fn append(&self, path: &Path, value: &impl Serialize) -> Result<()> {
@@ -237,5 +268,26 @@ impl<P: Policy> Trainer<'_, P> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A torn last line is dropped; an unreadable line before it is an error naming it.
+    #[test]
+    fn rewind_forgives_only_a_torn_last_line() {
+        let path = Path::new("metrics.jsonl");
+        let lines = "{\"step\":1}\n{\"step\":2}\n{\"step\":3}\n";
+        assert_eq!(RunDir::kept(path, lines, 2).unwrap(), "{\"step\":1}\n{\"step\":2}\n");
+        let torn = format!("{lines}{{\"step\":4, \"lo");
+        assert_eq!(RunDir::kept(path, &torn, 3).unwrap(), lines);
+        let damaged = "{\"step\":1}\n{\"st\n{\"step\":3}\n";
+        let err = RunDir::kept(path, damaged, 3).unwrap_err().to_string();
+        assert!(err.starts_with("metrics.jsonl, line 2: not a log line"), "{err}");
+        // A last line that ends with its newline was written whole: unreadable is damage.
+        let err = RunDir::kept(path, "{\"step\":1}\n{oops}\n", 1).unwrap_err().to_string();
+        assert!(err.contains("line 2"), "{err}");
     }
 }
