@@ -49,6 +49,10 @@ pub struct Args {
     /// Continue the run in this directory from its last complete checkpoint.
     #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["config", "sets", "out"])]
     resume: Option<PathBuf>,
+    /// With --resume: take a checkpoint without checksums as it is (one written before
+    /// trlvr checked them); without it such a checkpoint counts as damaged.
+    #[arg(long, requires = "resume")]
+    accept_unchecked: bool,
 }
 
 /// Chat-formatted prompts, each reference checked to hold an answer.
@@ -125,13 +129,20 @@ pub fn run(args: &Args) -> Result<()> {
 /// Trains: the recipe and run directory the command line names, then [`train_run`].
 fn train(args: &Args, ranks: &Ranks) -> Result<()> {
     let (recipe, out) = recipe_and_run_dir(args)?;
-    train_run(recipe, &out, args.resume.is_some(), None, ranks)
+    train_run(recipe, &out, args.resume.is_some(), args.accept_unchecked, None, ranks)
 }
 
 /// Trains `recipe` into the run directory `out` (continuing it from its last good
 /// checkpoint when `resume`): the models, the task, the trainer, then the steps. With a
 /// `label` (a study's run), progress is one line a step, prefixed with it.
-pub fn train_run(recipe: Recipe, out: &Path, resume: bool, label: Option<&str>, ranks: &Ranks) -> Result<()> {
+pub fn train_run(
+    recipe: Recipe,
+    out: &Path,
+    resume: bool,
+    unchecked: bool,
+    label: Option<&str>,
+    ranks: &Ranks,
+) -> Result<()> {
     let (senior_device, junior_device) = devices(&recipe, ranks)?;
     let (senior_path, senior) = load_senior(&recipe, senior_device)?;
     let registry = crate::plugins::registry(&recipe.plugins)?;
@@ -150,7 +161,7 @@ pub fn train_run(recipe: Recipe, out: &Path, resume: bool, label: Option<&str>, 
 
     let run = RunDir::open(out)?;
     if resume {
-        trainer = resume_from(trainer, &run, out, ranks)?;
+        trainer = resume_from(trainer, &run, out, unchecked, ranks)?;
     }
     agree_across_ranks(ranks, &recipe)?;
     trainer = trainer.with_collective(ranks.collective())?;
@@ -311,38 +322,78 @@ fn hf_export(senior: &Loaded) -> Exporter<'static, Decoder> {
     })
 }
 
-/// The trainer at the last good checkpoint of `run`: rank 0 picks it (setting damaged
-/// ones aside) and trims the logs; every rank resumes from the one it picked.
+/// The trainer at the newest checkpoint of `run` that is whole and loads: rank 0 picks it
+/// (newer damaged ones are named and set aside) and trims the logs; every rank resumes
+/// from the one it picked. A run with checkpoints of which none is good stops here with
+/// every file as it was; one with none at all (stopped before its first) starts again.
 fn resume_from<'a>(
     mut trainer: Trainer<'a, Decoder>,
     run: &RunDir,
     out: &Path,
+    unchecked: bool,
     ranks: &Ranks,
 ) -> Result<Trainer<'a, Decoder>> {
     let mut picked = Vec::new();
     if ranks.leads() {
-        let (last, damaged) = run.last_good_checkpoint()?;
-        for e in &damaged {
-            eprintln!("warning: {e}; set aside as .damaged, falling back to the checkpoint before");
-        }
-        run.rewind(last.as_ref().map_or(0, |(step, _)| *step))?;
-        picked = last.map(|(step, _)| (step as u64).to_le_bytes().to_vec()).unwrap_or_default();
+        let step = pick_checkpoint(&mut trainer, run, out, unchecked)?;
+        run.rewind(step.unwrap_or(0))?;
+        picked = step.map(|s| (s as u64).to_le_bytes().to_vec()).unwrap_or_default();
     }
     ranks.collective().broadcast(&mut picked, 0)?;
     match <[u8; 8]>::try_from(picked.as_slice()).map(|b| u64::from_le_bytes(b) as usize) {
+        Ok(step) if ranks.leads() => eprintln!("resuming {} from step {step}", out.display()),
         Ok(step) => {
             let dir = run.checkpoint_dir(step);
-            trainer = trainer.resume(&dir).with_context(|| format!("resuming from {}", dir.display()))?;
-            if ranks.leads() {
-                eprintln!("resuming {} from step {step}", out.display());
-            }
+            trainer
+                .try_resume(&dir, unchecked)
+                .with_context(|| format!("resuming from {}", dir.display()))?;
         }
         Err(_) if ranks.leads() => {
-            eprintln!("no complete checkpoint in {}: starting again from step 0", out.display());
+            eprintln!("no checkpoint in {}: starting again from step 0", out.display());
         }
         Err(_) => {}
     }
     Ok(trainer)
+}
+
+/// Loads the newest checkpoint that is whole and loads into `trainer`, setting the newer
+/// ones aside once one is found; `None` when the run has none at all.
+fn pick_checkpoint(
+    trainer: &mut Trainer<'_, Decoder>,
+    run: &RunDir,
+    out: &Path,
+    unchecked: bool,
+) -> Result<Option<usize>> {
+    let candidates = run.checked_checkpoints(unchecked)?;
+    if candidates.is_empty() {
+        return Ok(None);
+    }
+    let mut bad: Vec<(PathBuf, trlvr::Error)> = Vec::new();
+    for ((step, path), check) in candidates {
+        let loaded = match check {
+            Some(e) => Err(e),
+            None => trainer.try_resume(&path, unchecked),
+        };
+        match loaded {
+            Ok(()) => {
+                for (path, e) in &bad {
+                    let aside = run.set_aside(path)?;
+                    eprintln!(
+                        "warning: {e}; set aside as {}, falling back to the checkpoint before",
+                        aside.display()
+                    );
+                }
+                return Ok(Some(step));
+            }
+            Err(e) => bad.push((path, e)),
+        }
+    }
+    let why: Vec<String> = bad.iter().map(|(_, e)| e.to_string()).collect();
+    bail!(
+        "no checkpoint of {} is whole and loads, so nothing was resumed and no file was changed: {}",
+        out.display(),
+        why.join("; ")
+    )
 }
 
 /// Every rank must run the same build on the same recipe, settings and weights; this

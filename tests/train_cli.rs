@@ -600,6 +600,89 @@ fn a_damaged_last_checkpoint_is_named_and_the_run_resumes_from_the_one_before() 
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Every file under `dir` with its bytes: what a refused resume must leave as it was.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push((path.clone(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Rewrites a checkpoint's `checksums.json` for its files as they are now (a checkpoint
+/// that passes its checksums but does not load).
+fn recompute_checksums(checkpoint: &Path) {
+    let mut sums = serde_json::Map::new();
+    for entry in std::fs::read_dir(checkpoint).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name != "checksums.json" {
+            let bytes = std::fs::metadata(&path).unwrap().len();
+            let hash = format!("{:016x}", trlvr::data::hash_files(std::slice::from_ref(&path)).unwrap());
+            sums.insert(name, serde_json::json!([bytes, hash]));
+        }
+    }
+    std::fs::write(checkpoint.join("checksums.json"), serde_json::Value::Object(sums).to_string()).unwrap();
+}
+
+/// Resume fails closed: a checkpoint without `checksums.json` is damaged (set aside, the
+/// one before taken) unless `--accept-unchecked`; one that passes its checksums but does
+/// not load falls back too; and with no good checkpoint left, `--resume` stops with every
+/// file of the run byte-identical.
+#[test]
+fn resume_fails_closed_and_falls_back() {
+    let (dir, whole, split) = two_finished_runs("closed");
+    let last = split.join("checkpoints/step-000003");
+    // Without checksums: taken as it is only when asked.
+    std::fs::copy(last.join("checksums.json"), dir.join("sums")).unwrap();
+    std::fs::remove_file(last.join("checksums.json")).unwrap();
+    let (code, text) = trlvr(&["train", "--resume", split.to_str().unwrap(), "--accept-unchecked"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("from step 3"), "{text}");
+    let (code, text) = trlvr(&["train", "--resume", split.to_str().unwrap()]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("checksums.json") && text.contains("set aside") && text.contains("from step 2"),
+        "{text}"
+    );
+    assert!(split.join("checkpoints/step-000003.damaged").exists());
+    same_end(&whole, &split);
+    // Whole by its checksums, but unloadable: the one before.
+    let last = split.join("checkpoints/step-000003");
+    std::fs::write(last.join("senior.bpk"), b"not a record").unwrap();
+    recompute_checksums(&last);
+    let (code, text) = trlvr(&["train", "--resume", split.to_str().unwrap()]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("senior.bpk") && text.contains("falling back") && text.contains("from step 2"),
+        "{text}"
+    );
+    same_end(&whole, &split);
+    // No good checkpoint at all: refused, nothing changed.
+    for entry in std::fs::read_dir(split.join("checkpoints")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() != "step-000003" {
+            std::fs::remove_dir_all(&path).unwrap();
+        }
+    }
+    std::fs::write(split.join("checkpoints/step-000003/optimizer.bpk"), b"damaged").unwrap();
+    let before = snapshot(&split);
+    let (code, text) = trlvr(&["train", "--resume", split.to_str().unwrap()]);
+    assert_ne!(code, 0, "{text}");
+    assert!(text.contains("no checkpoint of") && text.contains("no file was changed"), "{text}");
+    assert!(snapshot(&split) == before, "every file of the run as it was");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A disk that fills up during a save (simulated by a file-size limit on the process,
 /// `ulimit -f`, with SIGXFSZ ignored so that writes fail as on a full disk): the run stops
 /// with an error naming the checkpoint, the one before stays whole, and the run resumes

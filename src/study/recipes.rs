@@ -115,7 +115,7 @@ impl Lab for Recipes<'_> {
         let recipe = self.recipe(run)?;
         // A begun run (its recipe written) resumes from its last good checkpoint.
         let resume = dir.join("config.toml").exists();
-        crate::train::train_run(recipe.clone(), dir, resume, Some(&run.folder()), ranks)?;
+        crate::train::train_run(recipe.clone(), dir, resume, false, Some(&run.folder()), ranks)?;
         // Rank 0 writes the metrics, and the run's record.
         if ranks.leads() { cost(dir, &recipe) } else { Ok(Cost::default()) }
     }

@@ -115,19 +115,30 @@ fn file_checksum(path: &Path) -> Result<(u64, String)> {
     Ok((bytes, format!("{hash:016x}")))
 }
 
-/// Checks every file of the checkpoint in `dir` against its `checksums.json`. A checkpoint
-/// written before checksums existed has none and passes.
+/// Checks every file of the checkpoint in `dir` against its `checksums.json`. Without one
+/// the checkpoint fails (one damaged byte there must not switch the check off), unless
+/// `unchecked` accepts it as it is (a checkpoint written before checksums existed).
 ///
 /// # Errors
-/// [`Error::Checkpoint`] naming the first missing, resized or changed file.
-pub fn verify(dir: &Path) -> Result<()> {
+/// [`Error::Checkpoint`] naming the first missing, resized or changed file, or the missing
+/// or unreadable `checksums.json`.
+pub fn verify(dir: &Path, unchecked: bool) -> Result<()> {
     let path = dir.join(CHECKSUMS);
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return if dir.join(WEIGHTS).exists() {
-            Ok(())
-        } else {
-            Err(error(dir, "not a checkpoint (no senior.bpk)"))
-        };
+    if !dir.join(WEIGHTS).exists() {
+        return Err(error(dir, "not a checkpoint (no senior.bpk)"));
+    }
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(_) if unchecked => return Ok(()),
+        Err(e) => {
+            return Err(error(
+                &path,
+                format!(
+                    "{e}: without its checksums the checkpoint cannot be checked (one written before checksums \
+                     existed is taken as it is with `--accept-unchecked`)"
+                ),
+            ));
+        }
     };
     let sums: Checksums = serde_json::from_str(&text).map_err(|e| error(&path, e))?;
     for (name, (bytes, hash)) in &sums {
@@ -166,10 +177,11 @@ fn sync_dir(dir: &Path) -> Result<()> {
 /// Reads a checkpoint into `senior` (a model of the same architecture) and `optimizer`.
 pub(super) fn load<P: Policy>(
     dir: &Path,
+    unchecked: bool,
     senior: P,
     optimizer: ModuleOptimizer,
 ) -> Result<(P, ModuleOptimizer, TrainState)> {
-    verify(dir)?;
+    verify(dir, unchecked)?;
     let weights = dir.join(WEIGHTS);
     let senior = unpanicked(&weights, || {
         let record = ModuleRecord::load(&weights).map_err(|e| error(&weights, format!("{e:?}")))?;
@@ -221,12 +233,12 @@ mod tests {
         std::fs::write(dir.join("senior.bpk"), b"weights").unwrap();
         let sums = checksums(&dir).unwrap();
         std::fs::write(dir.join(CHECKSUMS), serde_json::to_string(&sums).unwrap()).unwrap();
-        verify(&dir).unwrap();
+        verify(&dir, false).unwrap();
         for bad in ["/ptimizer.bpk", "../senior.bpk", "sub/senior.bpk", ".", ""] {
             let mut sums = sums.clone();
             sums.insert(bad.to_string(), (7, "0".into()));
             std::fs::write(dir.join(CHECKSUMS), serde_json::to_string(&sums).unwrap()).unwrap();
-            let err = verify(&dir).unwrap_err().to_string();
+            let err = verify(&dir, false).unwrap_err().to_string();
             assert!(
                 err.contains(&dir.display().to_string()) && err.contains("not a file name"),
                 "{bad:?}: {err}"

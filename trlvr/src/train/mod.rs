@@ -187,6 +187,16 @@ pub struct TrainState {
     pub loss_scale: Option<LossScale>,
 }
 
+/// AdamW as `config` sets it, without state.
+pub(crate) fn optimizer(config: &TrainConfig) -> ModuleOptimizer {
+    AdamWConfig::new()
+        .with_beta_1(config.adam_betas[0] as f32)
+        .with_beta_2(config.adam_betas[1] as f32)
+        .with_epsilon(config.adam_eps as f32)
+        .with_weight_decay(config.weight_decay as f32)
+        .init()
+}
+
 /// One line of `metrics.jsonl`: what a step did and how long it took.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepMetrics {
@@ -398,12 +408,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
         }
         let copy = rollout_copy(&senior)?;
         RolloutEngine::new(&copy, junior, task.classes, rollout_config(&config, 0))?;
-        let optimizer = AdamWConfig::new()
-            .with_beta_1(config.adam_betas[0] as f32)
-            .with_beta_2(config.adam_betas[1] as f32)
-            .with_epsilon(config.adam_eps as f32)
-            .with_weight_decay(config.weight_decay as f32)
-            .init();
+        let optimizer = optimizer(&config);
         let loss_scale = config.loss_scaling.map(|s| s.start());
         Ok(Self {
             config,

@@ -108,14 +108,13 @@ impl RunDir {
         Ok(found)
     }
 
-    /// The newest checkpoint whose files pass their checksums ([`super::verify_checkpoint`]), once
-    /// any checkpoint a crash left renamed aside mid-save is back in place. Damaged ones
-    /// are renamed `step-NNNNNN.damaged` (kept to inspect, never listed again) and come
-    /// back with what is wrong, newest first.
+    /// Every complete checkpoint, newest first, each with what its checksums say (`None`:
+    /// whole). A checkpoint a crash left renamed aside mid-save is put back first.
+    /// `unchecked` accepts a checkpoint without checksums as it is.
     ///
     /// # Errors
-    /// [`Error::Checkpoint`] on I/O errors.
-    pub fn last_good_checkpoint(&self) -> Result<(Option<StepDir>, Vec<Error>)> {
+    /// [`Error::Checkpoint`] if the folder cannot be read.
+    pub fn checked_checkpoints(&self, unchecked: bool) -> Result<Vec<(StepDir, Option<Error>)>> {
         let dir = self.root.join("checkpoints");
         for entry in std::fs::read_dir(&dir).map_err(|e| io(&dir, e))? {
             let path = entry.map_err(|e| io(&dir, e))?.path();
@@ -123,21 +122,28 @@ impl RunDir {
                 checkpoint::restore_aside(&path.with_extension(""))?;
             }
         }
-        let mut damaged = Vec::new();
-        for (step, path) in self.checkpoints()?.into_iter().rev() {
-            match checkpoint::verify(&path) {
-                Ok(()) => return Ok((Some((step, path)), damaged)),
-                Err(e) => {
-                    let to = path.with_extension("damaged");
-                    if to.exists() {
-                        std::fs::remove_dir_all(&to).map_err(|e| io(&to, e))?;
-                    }
-                    std::fs::rename(&path, &to).map_err(|e| io(&path, e))?;
-                    damaged.push(e);
-                }
-            }
+        Ok(self
+            .checkpoints()?
+            .into_iter()
+            .rev()
+            .map(|(step, path)| {
+                let check = checkpoint::verify(&path, unchecked).err();
+                ((step, path), check)
+            })
+            .collect())
+    }
+
+    /// Moves a damaged checkpoint aside (`step-N.damaged`), out of every later choice.
+    ///
+    /// # Errors
+    /// [`Error::Checkpoint`] on I/O errors.
+    pub fn set_aside(&self, path: &Path) -> Result<PathBuf> {
+        let to = path.with_extension("damaged");
+        if to.exists() {
+            std::fs::remove_dir_all(&to).map_err(|e| io(&to, e))?;
         }
-        Ok((None, damaged))
+        std::fs::rename(path, &to).map_err(|e| io(path, e))?;
+        Ok(to)
     }
 
     /// Drops what a crashed run wrote after the checkpoint it resumes from: log lines of
@@ -208,16 +214,27 @@ impl<P: Policy> Trainer<'_, P> {
     /// [`Error::Checkpoint`] for a missing or unreadable checkpoint, or one of another
     /// architecture.
     pub fn resume(mut self, dir: &Path) -> Result<Self> {
-        let senior = self.senior.take().expect("the senior is present between calls");
-        let optimizer = std::mem::replace(&mut self.optimizer, burn::optim::AdamWConfig::new().init());
-        let (senior, optimizer, state) = checkpoint::load(dir, senior, optimizer)?;
+        self.try_resume(dir, false)?;
+        Ok(self)
+    }
+
+    /// As [`Trainer::resume`], but a checkpoint that does not load leaves the trainer as it
+    /// was (so another can be tried); `unchecked` accepts a checkpoint without checksums.
+    /// Only for a trainer that has not stepped yet (its optimizer has no state to keep).
+    ///
+    /// # Errors
+    /// As [`Trainer::resume`].
+    pub fn try_resume(&mut self, dir: &Path, unchecked: bool) -> Result<()> {
+        let senior = self.senior.as_ref().expect("the senior is present between calls").clone();
+        let optimizer = std::mem::replace(&mut self.optimizer, super::optimizer(&self.config));
+        let (senior, optimizer, state) = checkpoint::load(dir, unchecked, senior, optimizer)?;
         self.senior = Some(senior);
         self.optimizer = optimizer;
         // A checkpoint from before loss scaling was switched on starts the scale afresh.
         let loss_scale = state.loss_scale.or_else(|| self.config.loss_scaling.map(|s| s.start()));
         self.state =
             TrainState { loss_scale: loss_scale.filter(|_| self.config.loss_scaling.is_some()), ..state };
-        Ok(self)
+        Ok(())
     }
 
     /// Trains to `config.steps`, from wherever the state is: each step's metrics and
