@@ -1,3 +1,5 @@
+//! Long: the recipe file, its overrides and checks, with their tests.
+//!
 //! Training recipes: a TOML file (unknown keys refused, with their line), `--set
 //! key=value` overrides, and the arm's defaults for schedule and objective.
 

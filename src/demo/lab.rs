@@ -280,8 +280,17 @@ impl Probe<'_> {
     }
 }
 
-/// Steps until the rollout-token budget is spent, one metrics line a step, a probe at
-/// step 0, every `probe_every` steps and at the end; what it cost.
+/// Adds one step's rollouts to `cost`: its prompts, and its tokens by author.
+pub fn account(cost: &mut Cost, tokens: usize, senior_tokens: usize, prompts: usize) {
+    cost.steps += 1;
+    cost.prompts += prompts;
+    cost.senior_tokens += senior_tokens as u64;
+    cost.junior_tokens += (tokens - senior_tokens) as u64;
+}
+
+/// `rl.steps` steps, one metrics line a step, a probe at step 0, every `probe_every` steps
+/// and at the end; what they cost. Every arm gets the same steps × prompts: tokens differ
+/// by arm (TRLVR's junior writes some) and are reported, not budgeted.
 fn spend_budget(trainer: &mut Trainer<'_, Decoder>, run: &RunDir, probe: &Probe<'_>) -> Result<Cost> {
     let (rl, name, seed) = (probe.lab.rl, probe.name, probe.seed);
     let mut file = std::fs::File::create(run.metrics_path())?;
@@ -289,17 +298,14 @@ fn spend_budget(trainer: &mut Trainer<'_, Decoder>, run: &RunDir, probe: &Probe<
     // Step 0: the base itself.
     write(probe_line(name, seed, 0, 0, None, &probe.evaluate(&trainer.senior().valid())?))?;
     let mut cost = Cost::default();
-    let mut tokens = 0usize;
-    while tokens < rl.token_budget {
+    for _ in 0..rl.steps {
         let out = trainer.step()?;
         let m = &out.metrics;
-        tokens += m.tokens;
-        cost.senior_tokens += m.senior_tokens as u64;
-        cost.junior_tokens += (m.tokens - m.senior_tokens) as u64;
-        let step = m.step;
+        account(&mut cost, m.tokens, m.senior_tokens, rl.prompts_per_step);
+        let (step, tokens) = (m.step, (cost.senior_tokens + cost.junior_tokens) as usize);
         let mut line = json!({ "arm": name, "seed": seed, "step": step, "rollout_tokens": tokens,
             "train": serde_json::to_value(m)? });
-        if step % rl.probe_every == 0 || tokens >= rl.token_budget {
+        if step % rl.probe_every == 0 || step == rl.steps {
             let probed = probe.evaluate(&trainer.senior().valid())?;
             line = probe_line(name, seed, step, tokens, Some(line["train"].clone()), &probed);
             let f = &probed.report.macro_figures;
@@ -313,8 +319,6 @@ fn spend_budget(trainer: &mut Trainer<'_, Decoder>, run: &RunDir, probe: &Probe<
         }
         write(line)?;
     }
-    cost.steps = trainer.state().step;
-    cost.prompts = cost.steps * rl.prompts_per_step;
     Ok(cost)
 }
 
@@ -351,4 +355,24 @@ pub fn clamped_share(dir: &Path) -> Option<f64> {
         .filter_map(|v| v["train"]["objective"]["junior_kl_clamped"].as_f64())
         .collect();
     (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Arms are compared at equal steps × prompts: the cost counts steps and prompts
+    /// whoever wrote the tokens, and splits the tokens by author.
+    #[test]
+    fn the_budget_counts_steps_and_prompts_and_splits_tokens_by_author() {
+        let (mut solo, mut tandem) = (Cost::default(), Cost::default());
+        for k in 0..10 {
+            account(&mut solo, 300 + k, 300 + k, 4);
+            account(&mut tandem, 400 + k, 200, 4);
+        }
+        assert_eq!((solo.steps, solo.prompts), (10, 40));
+        assert_eq!((tandem.steps, tandem.prompts), (solo.steps, solo.prompts), "equal steps × prompts");
+        assert_eq!((solo.senior_tokens, solo.junior_tokens), (3045, 0));
+        assert_eq!((tandem.senior_tokens, tandem.junior_tokens), (2000, 2045));
+    }
 }

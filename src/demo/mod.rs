@@ -1,24 +1,31 @@
-//! `trlvr demo`: the paper's comparison in miniature on a CPU, as one study. A base and a
-//! weaker junior are trained from scratch on a running-sum task ([`task`], [`models`]);
-//! GRPO, TRLVR, KL-Reg and TRLVR with a shorthand-literate junior (the specificity
-//! control) are trained from the base on one rollout-token budget, five seeds each, with
-//! KL-Reg's frontier over β and a sweep over the partner's literacy beside them
-//! ([`design`]); the base and a shorthand-only positive control are evaluated as they are.
-//! Training and evaluating one run is the demo's own ([`lab`]); running the plan, the
-//! intervals, the verdicts and the report are `trlvr study`'s; [`sections`] and [`plots`]
-//! add what only this task has.
+//! `trlvr demo`: the paper's comparison in miniature on a CPU, as one study per regime
+//! ([`regime`]): a legible route to full accuracy (the paper's setting) and a stress test
+//! where only a shorthand the junior cannot read fits the longest sums. In each, a base and
+//! a weaker junior are trained from scratch on a running-sum task ([`task`], [`models`]);
+//! GRPO, TRLVR, KL-Reg and TRLVR with the base as partner (the paper's self-paired
+//! setting) are trained from the base for the same steps, five seeds each, with KL-Reg's
+//! grid beside them ([`design`]); the base, the junior alone and a shorthand-only positive
+//! control are evaluated as they are. Training and evaluating one run is the demo's own
+//! ([`lab`]); running the plan, the intervals, the verdicts and the report are `trlvr
+//! study`'s; [`sections`] and [`plots`] add what only this task has, and [`summary`] puts
+//! the regimes side by side.
 //!
 //! Files under `--out` (default `runs/demo`): `models/` (the cached supervised models),
-//! `runs/<arm>-seed<k>/` (`metrics.jsonl` with probes, a checkpoint, the senior under
-//! `model/`, its evaluations), `report.md`, `study.json` and the plots. A second start
-//! keeps the runs its build finished.
+//! `report.md` (both regimes), and per regime `<regime>/runs/<arm>-seed<k>/`
+//! (`metrics.jsonl` with probes, a checkpoint, the senior under `model/`),
+//! `<regime>/report.md`, `<regime>/study.json` and the plots. A second start keeps the runs
+//! its build finished.
 
 mod design;
 mod lab;
 mod models;
 mod plots;
+mod regime;
 mod sections;
+mod summary;
 mod task;
+
+use std::path::Path;
 
 use anyhow::{Result, bail};
 use burn::module::Module;
@@ -30,7 +37,9 @@ use trlvr::train::Example;
 pub use design::Args;
 use design::{DemoArm, RlSettings};
 use lab::DemoLab;
-use task::{Split, SumTask};
+use regime::{Ceilings, Regime};
+use summary::Done;
+use task::Split;
 
 use crate::ranks::Ranks;
 use crate::study::report::{self, Input};
@@ -38,10 +47,9 @@ use crate::study::runner::{self, Log, OnChange};
 
 /// What the task is, in the report's words.
 const INTRO: &str = "Task: running sums, each step one paragraph, in a plain notation both models know or a \
-    shorthand only the senior's base learned; responses are cut at a token cap that plain chains of the longest sums \
-    overrun (shorthand buys accuracy there); reward = 1 − cost × tokens for a correct answer, 0 otherwise. The junior \
-    is a smaller model trained on the plain notation only. Evaluation problems are held out from every training set \
-    by a hash split.";
+    shorthand only the senior's base learned; shorthand costs fewer tokens; reward = 1 − cost × tokens for a \
+    correct answer, 0 otherwise. The junior is a smaller model trained on the plain notation only. Evaluation \
+    problems are held out from every training set by a hash split.";
 
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
@@ -49,50 +57,82 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// Runs the command: the supervised models, the problems, the study (every run side by
-/// side), then the report.
+/// Runs the command: per regime the supervised models, the problems, the study (every run
+/// side by side) and its report; then both regimes side by side.
 pub fn run(args: &Args) -> Result<()> {
     let log = Log::new();
-    let load_before = load_average();
     if args.seeds.is_empty() {
         bail!("--seeds needs at least one seed");
     }
+    let regimes = Regime::pick(&args.regime, args.quick)?;
     let threads = match args.jobs {
         0 => std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         n => n,
     };
     let device = parse_device(&args.device)?;
-    let task = SumTask::default();
-    task.validate()?;
-    let classes = task.classes()?;
     let rl = RlSettings::of(args);
     std::fs::create_dir_all(&args.out)?;
+    let mut done = Vec::new();
+    for regime in &regimes {
+        log.say(&format!("regime {}: {}", regime.name, regime.title));
+        done.push(run_regime(args, regime, &rl, threads, &device, &log)?);
+    }
+    summary::write(&args.out, args, &done, log.seconds())?;
+    log.say(&format!("report: {} ({:.0} s)", args.out.join("report.md").display(), log.seconds()));
+    if let Some(failed) = done.iter().find(|d| !d.control_passed) {
+        bail!(
+            "the positive control failed in the {} regime: the evaluation is blind (see {})",
+            failed.regime.name,
+            args.out.join(failed.regime.name).join("report.md").display()
+        );
+    }
+    Ok(())
+}
+
+/// One regime's study, into `--out/<regime>`.
+fn run_regime(
+    args: &Args,
+    regime: &Regime,
+    rl: &RlSettings,
+    threads: usize,
+    device: &burn::prelude::Device,
+    log: &Log,
+) -> Result<Done> {
+    let started = log.seconds();
+    let load_before = load_average();
+    let out = args.out.join(regime.name);
+    let task = &regime.task;
+    task.validate()?;
+    let classes = task.classes()?;
+    std::fs::create_dir_all(&out)?;
 
     // 1. The supervised models (cached).
-    let say = |line: String| log.say(&line);
+    let say = |line: String| log.say(&format!("{}: {line}", regime.name));
     let models = models::ensure_all(
-        &task,
+        regime,
         args.quick,
         &models::cache_dir(&args.out),
         &device.clone().autodiff(),
         &say,
     )?;
-    let after_sft = log.seconds();
+    let after_sft = log.seconds() - started;
 
     // 2. The study: its arms, evaluations and claims, then every run.
+    let eval = task.problems(Split::Validation, rl.eval_problems, 1_000_003)?;
+    let ceilings = Ceilings::of(task, &eval);
     let literate: Vec<&str> = models.literate_juniors.iter().map(|(r, _)| r.name).collect();
-    let arms = design::arms(&args.seeds, &rl, &literate);
-    let design = design::design(&arms, &literate, args.quick)?;
+    let arms = design::arms(regime, &args.seeds, rl, &literate);
+    let design = design::design(regime, &ceilings, &arms, &literate, args.quick)?;
     let lab = DemoLab {
-        task: &task,
+        task,
         classes: &classes,
         train: task
             .problems(Split::Train, 4096, 11)?
             .iter()
             .map(|p| Example { prompt: task.prompt(p), reference: p.sum().to_string() })
             .collect(),
-        eval: task.problems(Split::Validation, rl.eval_problems, 1_000_003)?,
-        rl: &rl,
+        eval,
+        rl,
         models: &models,
         arms: &arms,
         base: models.base.valid(),
@@ -100,31 +140,39 @@ pub fn run(args: &Args) -> Result<()> {
         device: device.clone(),
     };
     let ranks = Ranks::connect()?;
-    let definition = json!({ "task": task, "rl": rl, "arms": arms, "quick": args.quick });
+    let definition = json!({ "regime": regime, "rl": rl, "arms": arms, "quick": args.quick });
     let claims = serde_json::to_string(&design.claims)?;
-    let provenance = crate::study::declare(&args.out, &definition.to_string(), &claims, None, &ranks)?;
-    let plan = design.plan(&args.out, &lab)?;
-    let outcome = runner::run(&design, &plan, &lab, threads, OnChange::Replace, &ranks, &log)?;
-    let after_runs = log.seconds();
+    let provenance = crate::study::declare(&out, &definition.to_string(), &claims, None, &ranks)?;
+    let plan = design.plan(&out, &lab)?;
+    let outcome = runner::run(&design, &plan, &lab, threads, OnChange::Replace, &ranks, log)?;
+    let after_runs = log.seconds() - started;
 
     // 3. The analysis, what only the demo adds, the report.
     let analysis = Analysis::new(&outcome.results, &design.claims, &design.analysis)?;
     let control = sections::positive_control(&analysis)?;
-    let timing =
-        Timing { load_before, after_sft, after_runs, threads, sft_trained: models.sft_seconds > 0.0 };
-    let parts = Parts { args, task: &task, rl: &rl, models: &models, arms: &arms, design: &design };
-    report(&parts, &analysis, &outcome, provenance, &control, &timing, &log)?;
-    if !control.0 {
-        bail!(
-            "the positive control failed: the evaluation is blind (see {})",
-            args.out.join("report.md").display()
-        );
-    }
-    Ok(())
+    let timing = Timing {
+        load_before,
+        after_sft,
+        after_runs,
+        threads,
+        sft_trained: models.sft_seconds > 0.0,
+        started,
+    };
+    let parts =
+        Parts { args, regime, ceilings: &ceilings, rl, models: &models, arms: &arms, design: &design };
+    report(&parts, &out, &analysis, &outcome, provenance, &control, &timing, log)?;
+    Ok(Done {
+        regime: regime.clone(),
+        ceilings,
+        analysis,
+        control_passed: control.0,
+        wall: log.seconds() - started,
+    })
 }
 
 /// When the stages ended, and on what machine load.
 struct Timing {
+    started: f64,
     load_before: String,
     after_sft: f64,
     after_runs: f64,
@@ -135,7 +183,8 @@ struct Timing {
 /// What the demo's study is made of.
 struct Parts<'a> {
     args: &'a Args,
-    task: &'a SumTask,
+    regime: &'a Regime,
+    ceilings: &'a Ceilings,
     rl: &'a RlSettings,
     models: &'a models::Models,
     arms: &'a [DemoArm],
@@ -143,8 +192,10 @@ struct Parts<'a> {
 }
 
 /// Draws the plots and writes the report: the study's, with the demo's own sections.
+#[allow(clippy::too_many_arguments)]
 fn report(
     parts: &Parts<'_>,
+    out: &Path,
     analysis: &Analysis,
     outcome: &runner::Outcome,
     provenance: crate::study::report::Provenance,
@@ -152,13 +203,20 @@ fn report(
     timing: &Timing,
     log: &Log,
 ) -> Result<()> {
-    let out = &parts.args.out;
     let runs_dir = out.join("runs");
-    let mut sections = sections::sections(analysis, parts.arms, parts.models, &runs_dir, control)?;
+    let mut sections = sections::sections(
+        analysis,
+        parts.regime,
+        parts.ceilings,
+        parts.arms,
+        parts.models,
+        &runs_dir,
+        control,
+    )?;
     let mut plots = plots::draw(out, &metrics(parts.arms, &runs_dir))?;
     plots.push(frontier(out, analysis, parts.arms)?);
     plots.extend(crate::study::plots::claims(out, &analysis.claims)?);
-    let wall = log.seconds();
+    let wall = log.seconds() - timing.started;
     let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
     sections.push((
         "Wall time".into(),
@@ -177,8 +235,8 @@ fn report(
         ),
     ));
     let input = Input {
-        title: "trlvr demo: GRPO, TRLVR and KL-Reg in miniature".into(),
-        intro: INTRO.into(),
+        title: format!("trlvr demo, {} regime: GRPO, TRLVR and KL-Reg in miniature", parts.regime.name),
+        intro: format!("Regime: {}. {INTRO}", parts.regime.title),
         design: parts.design,
         analysis,
         costs: &outcome.costs,
@@ -192,23 +250,25 @@ fn report(
             Figure::Kl,
             Figure::Column("shorthand".into()),
         ],
-        settings: sections::settings(parts.args, parts.task, parts.rl, parts.models, timing.threads)?,
+        settings: sections::settings(parts.args, parts.regime, parts.rl, parts.models, timing.threads)?,
         sections,
         plots,
         wall,
     };
     report::write(out, &input)?;
     for c in &analysis.claims {
-        log.say(&format!("{}: {}", c.id, c.verdict.word()));
+        log.say(&format!("{}: {}: {}", parts.regime.name, c.id, c.verdict.word()));
     }
-    log.say(&format!("report: {} ({wall:.0} s)", out.join("report.md").display()));
     Ok(())
 }
+
+/// The arms trained at every seed.
+const MAIN_ARMS: [&str; 4] = ["grpo", "trlvr", "kl-reg", "trlvr-literate"];
 
 /// The four main arms' metrics lines, per seed (for the plots over training).
 fn metrics(arms: &[DemoArm], runs: &std::path::Path) -> Vec<(String, Vec<Vec<Value>>)> {
     arms.iter()
-        .filter(|a| ["grpo", "trlvr", "kl-reg", "trlvr-literate"].contains(&a.name.as_str()))
+        .filter(|a| MAIN_ARMS.contains(&a.name.as_str()))
         .map(|a| {
             let seeds = a
                 .seeds

@@ -11,53 +11,11 @@ use burn::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
-use serde_json::json;
 use trlvr::train::{SftConfig, SftExample, fit_sft};
 use trlvr_models::{Decoder, ModelConfig, load_hf_dir, save_hf_dir};
 
+use super::regime::{Recipe, Regime, Shape};
 use super::task::{EOS, Split, SumTask};
-
-/// The shape of one Qwen3-style decoder.
-#[derive(Debug, Clone, Serialize)]
-pub struct Shape {
-    /// Decoder blocks.
-    pub layers: usize,
-    /// Residual width.
-    pub hidden: usize,
-    /// Query heads (key/value heads are half, at least 1).
-    pub heads: usize,
-}
-
-impl Shape {
-    /// The model config for a vocabulary of `vocab` ids.
-    pub fn config(&self, vocab: usize) -> Result<ModelConfig> {
-        let head_dim = self.hidden / self.heads;
-        let value = json!({
-            "model_type": "qwen3", "vocab_size": vocab, "hidden_size": self.hidden,
-            "intermediate_size": 3 * self.hidden, "num_hidden_layers": self.layers,
-            "num_attention_heads": self.heads, "num_key_value_heads": (self.heads / 2).max(1),
-            "head_dim": head_dim, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
-            "tie_word_embeddings": true, "max_position_embeddings": 128,
-        });
-        Ok(serde_json::from_value(value)?)
-    }
-}
-
-/// How one model is made: shape, data mix and supervised settings.
-#[derive(Debug, Clone, Serialize)]
-pub struct Recipe {
-    /// Cache folder name prefix.
-    pub name: &'static str,
-    /// Architecture.
-    pub shape: Shape,
-    /// Shorthand probabilities per chain, drawn uniformly (each step of a chain is in
-    /// shorthand with the chain's probability).
-    pub shorthand_mix: Vec<f64>,
-    /// Supervised settings.
-    pub sft: SftConfig,
-    /// Seed of the weights' initialisation and of the training problems.
-    pub seed: u64,
-}
 
 /// The demo's models.
 #[derive(Debug)]
@@ -83,8 +41,9 @@ pub struct Models {
 /// The code that trains a demo model, hashed into its cache key: a change to any of it
 /// (the SFT loop, the task, the decoder, a dependency's version) trains the model again
 /// instead of silently reusing one trained by other code.
-const TRAINING_CODE: [&str; 11] = [
+const TRAINING_CODE: [&str; 12] = [
     include_str!("models.rs"),
+    include_str!("regime.rs"),
     include_str!("../../trlvr/src/train/sft.rs"),
     include_str!("task.rs"),
     include_str!("../../trlvr-models/src/decoder.rs"),
@@ -197,45 +156,6 @@ fn ensure(
     Ok((model, true))
 }
 
-/// The three recipes for a task: base, junior, control.
-pub fn recipes(quick: bool) -> [Recipe; 3] {
-    let scale = if quick { 2 } else { 1 };
-    let sft = |steps: usize, seed| SftConfig {
-        steps: steps / scale,
-        batch_size: 64,
-        lr: 3e-3,
-        weight_decay: 0.01,
-        seed,
-        pad: EOS,
-        lanes: 0,
-    };
-    [
-        Recipe {
-            name: "base",
-            shape: Shape { layers: 2, hidden: 64, heads: 4 },
-            // A quarter of the chains never use shorthand, a third always do: the longest
-            // sums then often run past the cap (solo accuracy well below 100%).
-            shorthand_mix: vec![0.0, 0.25, 1.0],
-            sft: sft(2400, 1),
-            seed: 1,
-        },
-        Recipe {
-            name: "junior",
-            shape: Shape { layers: 2, hidden: 32, heads: 2 },
-            shorthand_mix: vec![0.0],
-            sft: sft(2400, 2),
-            seed: 2,
-        },
-        Recipe {
-            name: "control",
-            shape: Shape { layers: 2, hidden: 64, heads: 4 },
-            shorthand_mix: vec![1.0],
-            sft: SftConfig { lr: 1e-3, ..sft(400, 3) },
-            seed: 3,
-        },
-    ]
-}
-
 /// The specificity sweep's juniors: the junior fine-tuned on chains with half their steps
 /// in shorthand, for more and more steps.
 pub fn literate_recipes(quick: bool) -> Vec<Recipe> {
@@ -260,33 +180,34 @@ pub fn literate_recipes(quick: bool) -> Vec<Recipe> {
         .collect()
 }
 
-/// Loads or trains the models into `cache`; `device` must be an autodiff device.
+/// Loads or trains `regime`'s models into `cache`; `device` must be an autodiff device.
 pub fn ensure_all(
-    task: &SumTask,
+    regime: &Regime,
     quick: bool,
     cache: &Path,
     device: &Device,
     log: &(dyn Fn(String) + Sync),
 ) -> Result<Models> {
     let started = Instant::now();
-    let [base_recipe, junior_recipe, control_recipe] = recipes(quick);
+    let task = &regime.task;
+    let [base_recipe, junior_recipe, control_recipe] = &regime.recipes;
     // The base and the junior are independent: trained side by side.
     let (base, junior) = std::thread::scope(|s| {
-        let junior = s.spawn(|| ensure(task, &junior_recipe, None, cache, device, log));
-        let base = ensure(task, &base_recipe, None, cache, device, log);
+        let junior = s.spawn(|| ensure(task, junior_recipe, None, cache, device, log));
+        let base = ensure(task, base_recipe, None, cache, device, log);
         (base, junior.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
     });
     let ((base, a), (junior, b)) = (base?, junior?);
-    let base_key = cache_key(task, &base_recipe, None, &TRAINING_CODE);
-    let junior_key = cache_key(task, &junior_recipe, None, &TRAINING_CODE);
+    let base_key = cache_key(task, base_recipe, None, &TRAINING_CODE);
+    let junior_key = cache_key(task, junior_recipe, None, &TRAINING_CODE);
     // The control and the literate juniors start from models above and not from each other.
-    let literate = literate_recipes(quick);
+    let literate = if regime.sweep { literate_recipes(quick) } else { Vec::new() };
     let (control, literate_results) = std::thread::scope(|s| {
         let juniors: Vec<_> = literate
             .iter()
             .map(|r| s.spawn(|| ensure(task, r, Some((&junior, &junior_key)), cache, device, log)))
             .collect();
-        let control = ensure(task, &control_recipe, Some((&base, &base_key)), cache, device, log);
+        let control = ensure(task, control_recipe, Some((&base, &base_key)), cache, device, log);
         let juniors: Vec<_> =
             juniors.into_iter().map(|j| j.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect();
         (control, juniors)
@@ -296,7 +217,7 @@ pub fn ensure_all(
     let mut keys = vec![
         base_key.clone(),
         junior_key.clone(),
-        cache_key(task, &control_recipe, Some(&base_key), &TRAINING_CODE),
+        cache_key(task, control_recipe, Some(&base_key), &TRAINING_CODE),
     ];
     let mut literate_juniors = Vec::new();
     for (recipe, result) in literate.into_iter().zip(literate_results) {
@@ -330,7 +251,7 @@ mod tests {
     #[test]
     fn the_cache_key_changes_with_the_training_code() {
         let task = SumTask::default();
-        let [base, ..] = recipes(true);
+        let [base, ..] = Regime::stress(true).recipes;
         let key = cache_key(&task, &base, None, &TRAINING_CODE);
         assert_eq!(key, cache_key(&task, &base, None, &TRAINING_CODE));
         let mut edited = TRAINING_CODE;

@@ -141,7 +141,7 @@ pub fn frontier(
     }
     Ok((
         name,
-        "KL-Reg's settings (circles; one seed each except the kl-reg arm, pooled over its seeds) and the arms \
+        "KL-Reg's settings (circles; each pooled over its seeds) and the arms \
          (triangles): the paper's claim 4 holds when no circle reaches TRLVR's tax at TRLVR's solo accuracy."
             .into(),
     ))

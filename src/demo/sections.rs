@@ -1,6 +1,7 @@
-//! What the demo's report adds to a study's: the positive control (the evaluation is not
-//! blind), the specificity sweep over the partner's literacy, and KL-Reg's frontier, each
-//! read from the study's analysis; the settings and the wall time.
+//! What the demo's report adds to a study's: the ceilings that frame each claim, the
+//! positive control (the evaluation is not blind), the specificity sweep over the
+//! partner's literacy, and KL-Reg's frontier, each read from the study's analysis; the
+//! settings.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -12,10 +13,10 @@ use trlvr::schedule::WordBoundary;
 use trlvr::study::{Analysis, ClaimReading, Figure, Row};
 use trlvr::train::TrainConfig;
 
-use super::design::{Args, DemoArm, RlSettings, Training};
+use super::design::{Args, DemoArm, EQUIVALENCE_POINTS, GRPO_SOLO_CEILING, RlSettings, Training};
 use super::lab::clamped_share;
-use super::models::{self, Models};
-use super::task::SumTask;
+use super::models::Models;
+use super::regime::{Ceilings, Regime};
 use crate::study::report::show;
 
 /// The positive control's tax must reach this many points.
@@ -52,9 +53,11 @@ pub fn positive_control(analysis: &Analysis) -> Result<(bool, String)> {
     Ok((passed, why))
 }
 
-/// The sections: the positive control, the specificity sweep, the frontier.
+/// The sections: the ceilings, the positive control, the specificity sweep, the frontier.
 pub fn sections(
     analysis: &Analysis,
+    regime: &Regime,
+    ceilings: &Ceilings,
     arms: &[DemoArm],
     models: &Models,
     runs: &Path,
@@ -63,11 +66,47 @@ pub fn sections(
     let (passed, why) = control;
     let verdict =
         if *passed { "**Passed.**" } else { "**FAILED: the evaluation is blind, so the demo fails.**" };
+    let mut frontier = frontier(analysis, arms, runs)?;
+    if regime.kl.seeds == 1 {
+        frontier += "\nIn this regime each setting of the grid has one seed (the KL-Reg arm itself has every seed).\n";
+    }
     Ok(vec![
+        ("Ceilings".into(), self::ceilings(analysis, regime, ceilings)?),
         ("Positive control".into(), format!("{verdict} {why}\n")),
         ("Specificity control: TRLVR's partner's literacy".into(), sweep(analysis, arms, models)?),
-        ("KL-Reg's frontier".into(), frontier(analysis, arms, runs)?),
+        ("KL-Reg's frontier".into(), frontier),
     ])
+}
+
+/// What frames each claim: the task's ceilings (before the run), the junior alone, the
+/// shorthand-only control, and the checks that make claim 1 testable.
+fn ceilings(analysis: &Analysis, regime: &Regime, ceilings: &Ceilings) -> Result<String> {
+    let mut md = ceilings.markdown(&regime.task);
+    let solo = |arm: &str| -> Result<Estimate> { Ok(figure(row(analysis, "junior", arm)?, &Figure::Solo)) };
+    let _ = writeln!(
+        md,
+        "\nMeasured before training: the base alone {} %, the junior alone {} %, the shorthand-only control {} % \
+         (solo pass@1).\n",
+        show(&solo("base")?, 1),
+        show(&solo("junior-alone")?, 1),
+        show(&solo("control")?, 1)
+    );
+    let grpo = solo("grpo")?;
+    let test = analysis.claims.iter().find(|c| c.id == "solo").and_then(|c| c.alternatives.first());
+    let (found, expected) = test.and_then(|a| a.tests.first()).map_or((f64::NAN, f64::NAN), |t| {
+        ((t.estimate.high - t.estimate.low) / 2.0, t.test.expected_half_width.unwrap_or(f64::NAN))
+    });
+    let _ = writeln!(
+        md,
+        "Claim 1 is testable only if (a) the legible route reaches full accuracy within the cap (the plain ceiling \
+         at least {:.0}%: {}), (b) GRPO's solo accuracy stays below {GRPO_SOLO_CEILING}% (its interval: {}), and \
+         (c) the interval the design expects is narrower than the margin (±{expected} against ±{EQUIVALENCE_POINTS}; \
+         found ±{found:.1}).",
+        100.0 - EQUIVALENCE_POINTS,
+        if ceilings.wall(EQUIVALENCE_POINTS).is_none() { "yes" } else { "**no**: declared not testable" },
+        show(&grpo, 1),
+    );
+    Ok(md)
 }
 
 /// TRLVR's notation against its partner's literacy, from the weak junior through the
@@ -157,23 +196,25 @@ fn frontier(analysis: &Analysis, arms: &[DemoArm], runs: &Path) -> Result<String
 /// The settings the report lists, each default from the code that uses it.
 pub fn settings(
     args: &Args,
-    task: &SumTask,
+    regime: &Regime,
     rl: &RlSettings,
     models: &Models,
     threads: usize,
 ) -> Result<Vec<String>> {
-    let [base_recipe, junior_recipe, control_recipe] = models::recipes(args.quick);
+    let [base_recipe, junior_recipe, control_recipe] = &regime.recipes;
+    let task = &regime.task;
     let literate: Vec<_> = models.literate_juniors.iter().map(|(r, _)| r).collect();
     let word = WordBoundary::default();
     let sampler = EvalConfig::default().sampling;
     Ok(vec![
         format!("mode: {}", if args.quick { "--quick" } else { "full" }),
         format!("task: {}", serde_json::to_string(task)?),
-        format!("base: {}", serde_json::to_string(&base_recipe)?),
-        format!("junior: {}", serde_json::to_string(&junior_recipe)?),
-        format!("positive control: {}", serde_json::to_string(&control_recipe)?),
+        format!("base: {}", serde_json::to_string(base_recipe)?),
+        format!("junior: {}", serde_json::to_string(junior_recipe)?),
+        format!("positive control: {}", serde_json::to_string(control_recipe)?),
+        format!("KL-Reg's grid, fixed before the run: {}", serde_json::to_string(&regime.kl)?),
         format!("literate juniors (from the junior): {}", serde_json::to_string(&literate)?),
-        format!("RL: {}", serde_json::to_string(rl)?),
+        format!("RL (every arm the same steps × prompts): {}", serde_json::to_string(rl)?),
         format!(
             "arms: GRPO = solo rollouts; TRLVR = word-boundary handoffs with the junior (p_sen {}, K {}), \
              loss on senior tokens; KL-Reg = solo + β·k3 KL(senior ‖ junior); TRLVR, literate junior = TRLVR \
@@ -185,7 +226,8 @@ pub fn settings(
         ),
         format!(
             "evaluation: {} held-out problems, n {} per mode, T {} / top-p {} / top-k {}, step alternation \
-             (one step per turn, senior first), every arm with the weak junior",
+             (one step per turn, senior first), every arm with the weak junior; GRPO and the TRLVR arms also \
+             with the base (the paper's self-paired partner)",
             rl.eval_problems, rl.eval_n, sampler.temperature, sampler.top_p, sampler.top_k
         ),
         format!("seeds: {:?}", args.seeds),

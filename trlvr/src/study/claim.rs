@@ -15,6 +15,7 @@
 //! within = 5.0                 # equivalence: |a − b| < 5 points
 //! expected_half_width = 3.0    # what the design expects of the interval
 //! requires = [{ figure = "solo", a = "grpo", below = 93.0 }]  # GRPO did not saturate
+//! # untestable = "..."       # the design knows before the run that it cannot test this
 //!
 //! [[claims]]
 //! id = "kl-reg"
@@ -119,6 +120,10 @@ pub struct ClaimSpec {
     /// a comparison the claim itself judges.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<TestSpec>,
+    /// Why the design cannot test the claim, when it knows before the run (a ceiling of the
+    /// task, say): the claim is then "not testable" whatever the results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untestable: Option<String>,
 }
 
 /// Where a test's figure must lie.
@@ -203,6 +208,9 @@ pub struct Claim {
     pub alternatives: Vec<Alternative>,
     /// Preconditions.
     pub requires: Vec<Test>,
+    /// Why the design cannot test it, declared before the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untestable: Option<String>,
 }
 
 /// What a claim may name: the arms, the evaluations (the first is the default) and the
@@ -396,6 +404,7 @@ impl ClaimSpec {
             rule: self.rule,
             alternatives,
             requires,
+            untestable: self.untestable.clone().filter(|why| !why.trim().is_empty()),
         })
     }
 }

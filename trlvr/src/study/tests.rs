@@ -97,6 +97,33 @@ fn a_failed_precondition_is_not_testable_whatever_the_result() {
     }
 }
 
+/// A claim the design declares untestable (a ceiling of the task, known before the run)
+/// is not testable with that reason, whether its intervals would show or contradict it,
+/// and takes no place in Holm's order.
+#[test]
+fn a_claim_declared_untestable_is_not_testable_whatever_the_result() {
+    let declared = claims(serde_json::json!([
+        {
+            "id": "solo", "statement": "s", "figure": "solo", "a": "trlvr", "b": "grpo",
+            "within": 5.0, "expected_half_width": 2.0,
+            "untestable": "the plain notation fits 60% of the problems",
+        },
+        { "id": "tax", "statement": "t", "figure": "tax", "a": "trlvr", "below": 5.0 },
+    ]));
+    for result in [around(0.0, 1.0), around(20.0, 1.0)] {
+        let r = judge(
+            &declared,
+            &[("trlvr − grpo: solo", result), ("trlvr: tax", around(0.0, 1.0))],
+            Multiplicity::Holm,
+        );
+        assert_eq!(r[0].verdict, Verdict::NotTestable);
+        assert!(r[0].why.contains("the plain notation fits 60%"), "{}", r[0].why);
+        // Holm counts one testable claim: the other is read at the study's confidence.
+        assert_eq!(r[1].verdict, Verdict::Shown);
+        assert!((r[1].confidence - 0.95).abs() < 1e-12, "{}", r[1].confidence);
+    }
+}
+
 /// A margin no wider than the interval the design expects cannot show equivalence: not
 /// testable before the run, even when the realised interval happens to be narrow.
 #[test]
@@ -254,4 +281,53 @@ fn an_analysis_pools_seeds_and_refuses_other_problems() {
     let err = Analysis::new(&[grpo, other], &c, &AnalysisConfig::default()).unwrap_err();
     assert!(matches!(err, Error::Incomparable(_)), "{err}");
     assert!(err.to_string().contains("arm trlvr (seed 2) was evaluated on other problems"), "{err}");
+}
+
+/// Runs of 30 problems × 4 samples: `solo` and `handoff` correct samples on every problem.
+fn flat(solo: usize, handoff: usize) -> Evaluated {
+    let problems = (0..30)
+        .map(|id| ProblemResult {
+            id,
+            n: 4,
+            solo_correct: solo,
+            handoff_correct: handoff,
+            solo_tokens: 40,
+            handoff_tokens: 40,
+            handoff_senior_tokens: 20,
+            handoff_junior_nll: 10.0,
+            legibility: ChainStats::default(),
+            prompt_hash: Some(id as u64),
+        })
+        .collect();
+    let config = EvalConfig { n: 4, ks: vec![1], bootstrap: 10, ..EvalConfig::default() };
+    Report::from_results(&config, vec![("toy".into(), problems)], Throughput::default()).unwrap().into()
+}
+
+/// Claim 4's rule end to end, over settings of three seeds each: a setting whose every
+/// seed pays a large tax fails; one whose seeds match TRLVR's reaches it and contradicts
+/// the claim; one whose seeds disagree (one of three pays the tax) is undecided, because
+/// its seeds are resampled, and leaves the claim not shown.
+#[test]
+fn claim_four_over_settings_with_seeds_follows_the_seed_resampling() {
+    let arm = |name: &str, runs: Vec<Evaluated>| ArmResults {
+        name: name.into(),
+        seeds: (1..=runs.len() as u64).collect(),
+        evaluations: BTreeMap::from([("step".to_string(), runs)]),
+    };
+    let trlvr = || arm("trlvr", vec![flat(3, 3), flat(3, 3), flat(3, 3)]);
+    let far = |name: &str| arm(name, vec![flat(4, 0), flat(4, 0), flat(4, 1)]);
+    let same = |name: &str| arm(name, vec![flat(3, 3), flat(3, 3), flat(3, 3)]);
+    let split = |name: &str| arm(name, vec![flat(3, 3), flat(4, 0), flat(3, 3)]);
+    let c = kl_claim();
+    let verdict = |arms: Vec<ArmResults>| {
+        let a = Analysis::new(&arms, &c, &AnalysisConfig::default()).unwrap();
+        (a.claims[0].verdict, a.claims[0].alternatives.iter().map(|x| x.holds).collect::<Vec<_>>())
+    };
+    let (v, holds) = verdict(vec![trlvr(), far("kl-a"), far("kl-b"), far("kl-c")]);
+    assert_eq!(v, Verdict::Shown, "every setting fails: {holds:?}");
+    let (v, holds) = verdict(vec![trlvr(), far("kl-a"), same("kl-b"), far("kl-c")]);
+    assert_eq!((v, holds[1]), (Verdict::Contradicted, Verdict::Shown), "{holds:?}");
+    let (v, holds) = verdict(vec![trlvr(), far("kl-a"), split("kl-b"), far("kl-c")]);
+    assert_eq!(v, Verdict::NotShown, "{holds:?}");
+    assert_eq!(holds[1], Verdict::NotShown, "a third of the seeds pay the tax: {holds:?}");
 }

@@ -182,6 +182,9 @@ fn untestable(
     requires: &[TestReading],
     dist: &dyn Fn(&Test) -> Distribution,
 ) -> Option<String> {
+    if let Some(why) = &claim.untestable {
+        return Some(format!("by design, declared before the run: {why}"));
+    }
     for t in claim.alternatives.iter().flat_map(|a| &a.tests) {
         if let (Threshold::Within(m), Some(h)) = (t.threshold, t.expected_half_width)
             && h >= m
