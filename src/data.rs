@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use trlvr::data::Problem;
-use trlvr::data::arithmetic::{Arithmetic, Split, solution};
+use trlvr::data::arithmetic::{Arithmetic, Layout, Split, worked};
 
 /// Arguments of `trlvr data`.
 #[derive(Debug, clap::Args)]
@@ -45,9 +45,19 @@ struct ArithmeticArgs {
     /// Seed of the draws.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// The worked solutions' layout: `line` (`3 + 4 = 7. 7 - 2 = 5. The answer is ...`)
+    /// or `paragraphs` (each step, and the answer, its own paragraph).
+    #[arg(long, value_enum, default_value = "line")]
+    layout: LayoutArg,
     /// The folder for train.jsonl and validation.jsonl.
     #[arg(long)]
     out: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum LayoutArg {
+    Line,
+    Paragraphs,
 }
 
 /// Runs the command.
@@ -65,16 +75,20 @@ pub fn run(args: &Args) -> Result<()> {
     {
         let problems = task.problems(split, count, a.seed).with_context(|| format!("the {name} split"))?;
         let path = a.out.join(format!("{name}.jsonl"));
-        write(&path, &problems)?;
+        let layout = match a.layout {
+            LayoutArg::Line => Layout::Line,
+            LayoutArg::Paragraphs => Layout::Paragraphs,
+        };
+        write(&path, &problems, layout)?;
         eprintln!("{}: {} problems", path.display(), problems.len());
     }
     Ok(())
 }
 
-fn write(path: &Path, problems: &[Problem]) -> Result<()> {
+fn write(path: &Path, problems: &[Problem], layout: Layout) -> Result<()> {
     let mut text = Vec::new();
     for p in problems {
-        let worked = solution(&p.question).context("the task wrote a question it cannot solve")?;
+        let worked = worked(&p.question, layout).context("the task wrote a question it cannot solve")?;
         let line = serde_json::json!({ "problem": p.question, "answer": p.reference, "solution": worked });
         writeln!(text, "{line}")?;
     }

@@ -160,7 +160,9 @@ pub fn evaluate(job: &Job, ranks: &Ranks) -> Result<Report> {
     let pair = load_pair(job, &device)?;
     let classes = TokenClasses::from_tokenizer(&pair.senior.tokenizer, &pair.senior.eos)?;
     let sets = eval_sets(&datasets, &pair.senior, job.grading)?;
-    let detokenize = |ids: &[TokenId]| pair.senior.decode(ids).unwrap_or_default();
+    let decode = |ids: &[TokenId]| pair.senior.decode(ids);
+    let detokenizer = Detokenizer::new(&decode);
+    let detokenize = |ids: &[TokenId]| detokenizer.text(ids);
     let handoff = match &job.handoff {
         Some((name, config)) => Some(
             crate::plugins::registry(&[])?
@@ -193,7 +195,12 @@ pub fn evaluate(job: &Job, ranks: &Ranks) -> Result<Report> {
     }
 
     // 3. eval.json and eval.md (rank 0).
-    let written = Written { datasets: &datasets, models: &models, samples: &samples_path };
+    let written = Written {
+        datasets: &datasets,
+        models: &models,
+        samples: &samples_path,
+        decode_errors: detokenizer.errors(),
+    };
     write_outputs(job, &report, &written, wall.elapsed().as_secs_f64())?;
     Ok(report)
 }
@@ -344,6 +351,34 @@ struct Written<'a> {
     datasets: &'a [Resolved],
     models: &'a Identities,
     samples: &'a Path,
+    decode_errors: usize,
+}
+
+/// The text of a sample's tokens for grading. A decode error is graded as an empty
+/// answer (wrong), as the sample cannot be read, but counted and warned about, so that
+/// it is never mistaken for the model's failure.
+struct Detokenizer<'a> {
+    decode: &'a (dyn Fn(&[TokenId]) -> Result<String> + Sync),
+    errors: std::sync::atomic::AtomicUsize,
+}
+
+impl<'a> Detokenizer<'a> {
+    fn new(decode: &'a (dyn Fn(&[TokenId]) -> Result<String> + Sync)) -> Self {
+        Self { decode, errors: std::sync::atomic::AtomicUsize::new(0) }
+    }
+
+    fn text(&self, ids: &[TokenId]) -> String {
+        (self.decode)(ids).unwrap_or_else(|e| {
+            if self.errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0 {
+                tracing::warn!("decoding a sample failed ({e:#}); graded as wrong and counted in eval.json's decode_errors");
+            }
+            String::new()
+        })
+    }
+
+    fn errors(&self) -> usize {
+        self.errors.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// Writes eval.json (every figure, with the settings, models and datasets) and eval.md
@@ -365,6 +400,7 @@ fn write_outputs(job: &Job, report: &Report, written: &Written<'_>, wall_seconds
     out["template"] = json!(DEFAULT_TEMPLATE);
     out["samples"] = json!(written.samples);
     out["wall_seconds"] = json!(wall_seconds);
+    out["decode_errors"] = json!(written.decode_errors);
     out["units"] = json!({
         "pass_at_k": "percent", "tax.points": "percentage points", "tax.ratio": "handoff / solo",
         "junior_ce, kl_*, junior_nll*": "nats per token", "junior_top1": "percent"
@@ -372,7 +408,7 @@ fn write_outputs(job: &Job, report: &Report, written: &Written<'_>, wall_seconds
     let json_path = job.out.join("eval.json");
     std::fs::write(&json_path, serde_json::to_string_pretty(&out)? + "\n")
         .with_context(|| format!("writing {}", json_path.display()))?;
-    let header = vec![
+    let mut header = vec![
         format!("senior: `{}`", job.senior.display()),
         format!(
             "junior: `{}`{}",
@@ -386,6 +422,10 @@ fn write_outputs(job: &Job, report: &Report, written: &Written<'_>, wall_seconds
             job.config.seed
         ),
     ];
+    if written.decode_errors > 0 {
+        header
+            .push(format!("**{} samples could not be decoded** and are graded wrong", written.decode_errors));
+    }
     let md = report.to_markdown(&header);
     let md_path = job.out.join("eval.md");
     std::fs::write(&md_path, &md).with_context(|| format!("writing {}", md_path.display()))?;
@@ -543,6 +583,19 @@ pub fn model_fingerprint(path: &Path) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A sample that cannot be decoded reads as an empty answer, and every one is counted.
+    #[test]
+    fn decode_errors_are_counted_not_hidden() {
+        let decode = |ids: &[TokenId]| {
+            if ids.contains(&7) { bail!("id 7 is not in the vocabulary") } else { Ok(format!("{ids:?}")) }
+        };
+        let detokenizer = Detokenizer::new(&decode);
+        assert_eq!(detokenizer.text(&[1, 2]), "[1, 2]");
+        assert_eq!(detokenizer.text(&[1, 7]), "");
+        assert_eq!(detokenizer.text(&[7]), "");
+        assert_eq!(detokenizer.errors(), 2);
+    }
 
     /// A change anywhere in a weight file changes the fingerprint, the middle included.
     #[test]

@@ -46,7 +46,15 @@ pub fn run(args: &Args) -> Result<()> {
     let classes = TokenClasses::from_tokenizer(&tokenizer, &eos)?;
     let text = match &args.text {
         Some(t) => t.clone(),
-        None => std::io::read_to_string(std::io::stdin()).context("reading standard input")?,
+        None => {
+            let limit = crate::input::MAX_LINE_BYTES;
+            let text = std::io::read_to_string(std::io::Read::take(std::io::stdin(), limit as u64 + 1))
+                .context("reading standard input")?;
+            if text.len() > limit {
+                bail!("standard input is longer than {limit} bytes");
+            }
+            text
+        }
     };
     if text.is_empty() {
         bail!("no text given (use --text or standard input)");

@@ -5,7 +5,7 @@
 //! `tokens`, `mean_ce` (nats) and `log_probs`. A bad line gets an error line naming its
 //! number; the others are still scored, and the command then fails.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -56,9 +56,8 @@ pub fn run(args: &Args) -> Result<()> {
     let mut out = std::io::stdout().lock();
     let mut pending = Vec::new();
     let (mut scored, mut failed) = (0usize, 0usize);
-    for (n, line) in reader.lines().enumerate() {
-        let line_no = n + 1;
-        let text = line.with_context(|| format!("reading line {line_no}"))?;
+    for line in crate::input::lines(reader, crate::input::MAX_LINE_BYTES) {
+        let (line_no, text) = line.with_context(|| format!("reading {}", args.input.display()))?;
         if text.trim().is_empty() {
             continue;
         }

@@ -8,7 +8,7 @@
 //! others are still checked, and the command then fails.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
@@ -92,9 +92,8 @@ pub fn run(args: &Args) -> Result<()> {
     let (mut equal, mut checked, mut bad) = (0usize, 0usize, 0usize);
     let mut reasons: BTreeMap<&'static str, usize> = BTreeMap::new();
     let start = std::time::Instant::now();
-    for (n, line) in reader.lines().enumerate() {
-        let line_no = n + 1;
-        let text = line.with_context(|| format!("reading line {line_no}"))?;
+    for line in crate::input::lines(reader, crate::input::MAX_LINE_BYTES) {
+        let (line_no, text) = line.with_context(|| format!("reading {}", args.input.display()))?;
         if text.trim().is_empty() {
             continue;
         }

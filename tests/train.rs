@@ -855,9 +855,25 @@ impl Objective for Unweighted {
     }
 }
 
+/// GRPO's loss times zero: it depends on the log-probs, yet no gradient reaches them.
+#[derive(Debug)]
+struct Zeroed(Grpo);
+
+impl Objective for Zeroed {
+    fn name(&self) -> &str {
+        "zeroed"
+    }
+    fn loss(&self, batch: &ObjectiveBatch) -> trlvr::Result<ObjectiveOutput> {
+        let mut out = self.0.loss(batch)?;
+        out.loss = out.loss * 0.0;
+        Ok(out)
+    }
+}
+
 /// Failures that used to pass silently: a response that cannot be decoded (once a reward
 /// of 0), a loss that does not reach the log-probs (once a zero gradient AdamW stepped
-/// on), an objective that reports no `senior_tokens` (once its metrics weighted by 0).
+/// on), an objective that reports no `senior_tokens` (once its metrics weighted by 0), a
+/// loss whose gradient is all zero (counted in the step's metrics).
 #[test]
 fn silent_failures_are_loud() {
     let (classes, train) = (classes(), examples());
@@ -889,6 +905,13 @@ fn silent_failures_are_loud() {
     let got = trainer(unweighted, task_judged_by(&train, &classes, &LowIds)).unwrap().metrics;
     assert!(want.clip_frac > 0.0, "the check can fail: {}", want.clip_frac);
     assert_eq!((got.clip_frac, got.loss), (want.clip_frac, want.loss));
+    // 4. A loss whose gradient is all zero: every update that carried loss is counted.
+    assert_eq!(want.zero_gradient_updates, 0);
+    let zeroed: &'static Zeroed = Box::leak(Box::new(Zeroed(Grpo::new(GrpoConfig::default()).unwrap())));
+    let got = trainer(zeroed, task_judged_by(&train, &classes, &LowIds)).unwrap().metrics;
+    assert!(got.rows_updated > 0, "rows carried loss");
+    assert_eq!(got.grad_norm, 0.0);
+    assert!(got.zero_gradient_updates >= 1);
 }
 
 #[global_allocator]

@@ -115,6 +115,15 @@ fn read_shards(dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>> {
     if shards.is_empty() {
         return Err(Error::Checkpoint { path: index_path, message: "weight_map is empty".into() });
     }
+    // A shard is a file name in the model's folder: never a path out of it (`/dev/zero`,
+    // `../other/model.safetensors`).
+    if let Some(bad) = shards.iter().find(|s| {
+        let mut parts = Path::new(s.as_str()).components();
+        !matches!((parts.next(), parts.next()), (Some(std::path::Component::Normal(_)), None))
+    }) {
+        let message = format!("weight_map names {bad:?}: a shard must be a file name in the model's folder");
+        return Err(Error::Checkpoint { path: index_path, message });
+    }
     shards.into_iter().map(|s| read(dir.join(s))).collect()
 }
 

@@ -222,6 +222,11 @@ fn malformed_files_are_refused() {
     let mut w = Writer::default();
     w.raw_tensor("huge", &[1 << 62], 0, vec![0; 4]);
     assert!(err(w.bytes(32)).contains("tensor huge"));
+    // An array longer than the bytes left could hold is refused before any allocation:
+    // 40 u32 elements claimed with 16 bytes after them.
+    let mut w = Writer::default();
+    w.kv("ints", 9, [4u32.to_le_bytes().to_vec(), 40u64.to_le_bytes().to_vec(), vec![0; 16]].concat());
+    assert!(err(w.bytes(32)).contains("array of 40 elements of type 4 runs past the end"));
 }
 
 // Found by fuzzing (tests/fuzz.rs).

@@ -189,6 +189,18 @@ fn sharded_checkpoint_loads_like_one_file() {
     let index = serde_json::json!({"metadata": {"total_size": 0}, "weight_map": weight_map});
     std::fs::write(dir.join("model.safetensors.index.json"), index.to_string()).unwrap();
     assert_eq!(max_diff(logits(&dir), logits(&fixture("qwen3-tiny-untied"))), 0.0);
+    // An index may only name files in the model's folder.
+    for outside in ["/dev/zero", "../model.safetensors", "sub/model.safetensors", ""] {
+        let mut map = weight_map.clone();
+        map.insert("model.norm.weight".into(), outside.to_string());
+        let index = serde_json::json!({"weight_map": map});
+        std::fs::write(dir.join("model.safetensors.index.json"), index.to_string()).unwrap();
+        let err = load_hf_dir(&dir, &device()).map(|_| ()).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("{outside:?}")) && err.contains("a shard must be a file name"),
+            "{err}"
+        );
+    }
 }
 
 #[test]

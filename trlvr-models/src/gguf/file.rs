@@ -252,6 +252,19 @@ struct Reader<'a> {
 /// Arrays nested deeper than this are refused (a malformed file could recurse forever).
 const MAX_DEPTH: usize = 8;
 
+/// The fewest bytes a value of type `kind` takes (a string its length, an array its
+/// element type and length).
+fn smallest_encoding(kind: u32) -> std::result::Result<usize, String> {
+    Ok(match kind {
+        0 | 1 | 7 => 1,
+        2 | 3 => 2,
+        4..=6 => 4,
+        8 | 10..=12 => 8,
+        9 => 12,
+        other => return Err(format!("unknown value type {other}")),
+    })
+}
+
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
         let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
@@ -304,7 +317,15 @@ impl<'a> Reader<'a> {
             9 if depth < MAX_DEPTH => {
                 let inner = self.u32()?;
                 let n = self.length()?;
-                let mut items = Vec::with_capacity(n.min(1 << 20));
+                // Checked against the bytes left before allocating: each element takes at
+                // least its type's smallest encoding.
+                let least = n.checked_mul(smallest_encoding(inner)?);
+                if least.is_none_or(|b| b > self.bytes.len() - self.at) {
+                    return Err(format!(
+                        "array of {n} elements of type {inner} runs past the end of the file"
+                    ));
+                }
+                let mut items = Vec::with_capacity(n);
                 for _ in 0..n {
                     items.push(self.value(inner, depth + 1)?);
                 }

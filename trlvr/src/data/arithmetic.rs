@@ -139,15 +139,32 @@ impl Arithmetic {
     }
 }
 
-/// A worked solution of a question this task wrote (`What is 3 + 4 - 2?`), one line per
+/// How a worked solution lays out its steps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// One line: `3 + 4 = 7. 7 - 2 = 5. The answer is \boxed{5}.`
+    #[default]
+    Line,
+    /// Each step, and the answer, its own paragraph: a handoff that alternates at
+    /// paragraph breaks then hands over one operation at a time.
+    Paragraphs,
+}
+
+/// A worked solution of a question this task wrote (`What is 3 + 4 - 2?`), one step per
 /// operation, left to right, ending in the boxed answer: `3 + 4 = 7. 7 - 2 = 5. The answer
 /// is \boxed{5}.` It is what a supervised warm-up teaches (`trlvr sft`): the answer's
 /// format, on the task's own problems. `None` for text of another shape.
 pub fn solution(question: &str) -> Option<String> {
+    worked(question, Layout::Line)
+}
+
+/// [`solution`] in `layout`.
+pub fn worked(question: &str, layout: Layout) -> Option<String> {
     let body = question.strip_prefix("What is ")?.strip_suffix('?')?;
     let mut words = body.split(' ');
     let mut value: i64 = words.next()?.parse().ok()?;
-    let mut text = String::new();
+    let mut steps = Vec::new();
     while let Some(op) = words.next() {
         let x: i64 = words.next()?.parse().ok()?;
         let next = match op {
@@ -156,14 +173,17 @@ pub fn solution(question: &str) -> Option<String> {
             "*" => value.checked_mul(x)?,
             _ => return None,
         };
-        text.push_str(&format!("{value} {op} {x} = {next}. "));
+        steps.push(format!("{value} {op} {x} = {next}."));
         value = next;
     }
-    if text.is_empty() {
+    if steps.is_empty() {
         return None;
     }
-    text.push_str(&format!("The answer is \\boxed{{{value}}}."));
-    Some(text)
+    steps.push(format!("The answer is \\boxed{{{value}}}."));
+    Some(steps.join(match layout {
+        Layout::Line => " ",
+        Layout::Paragraphs => "\n\n",
+    }))
 }
 
 #[cfg(test)]
@@ -212,6 +232,16 @@ mod tests {
             prop_assert_eq!(distinct.len(), train.len());
             prop_assert_eq!(&task.problems(Split::Train, 30, seed).unwrap(), &train);
         }
+    }
+
+    #[test]
+    fn paragraphs_hold_one_step_each_and_say_what_a_line_says() {
+        let q = "What is 3 + 4 - 2 + 10?";
+        let line = solution(q).unwrap();
+        let paragraphs = worked(q, Layout::Paragraphs).unwrap();
+        assert_eq!(paragraphs, "3 + 4 = 7.\n\n7 - 2 = 5.\n\n5 + 10 = 15.\n\nThe answer is \\boxed{15}.");
+        assert_eq!(paragraphs.split("\n\n").collect::<Vec<_>>().join(" "), line);
+        assert_eq!(worked("What is 3?", Layout::Paragraphs), None);
     }
 
     #[test]

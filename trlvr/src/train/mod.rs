@@ -247,6 +247,10 @@ pub struct StepMetrics {
     /// Mini-batches whose update was skipped: their gradients overflowed the loss scale.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub skipped_updates: usize,
+    /// Mini-batches with rows carrying loss whose gradient was exactly zero: the loss
+    /// does not reach the weights (an objective returning constants, say). Warned about.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub zero_gradient_updates: usize,
     /// The loss scale after the step, when the run scales its loss.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_scale: Option<f64>,
@@ -605,6 +609,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
             grad_norm: report.grad_norm,
             empty_updates: report.empty,
             skipped_updates: report.skipped,
+            zero_gradient_updates: report.zero_gradient,
             loss_scale: self.state.loss_scale.map(|s| s.scale),
             lr,
             rollout_tokens_per_s: tokens as f64 / time_rollout.max(1e-9),

@@ -78,6 +78,7 @@ pub(super) struct Report {
     pub grad_norm: f64,
     pub skipped: usize,
     pub empty: usize,
+    pub zero_gradient: usize,
     pub time_old: f64,
     pub time_update: f64,
     /// Gradient bytes summed over ranks (0 with one rank), the time spent waiting for the
@@ -165,6 +166,13 @@ pub(super) fn run<P: Policy>(
             continue;
         }
         updates += 1;
+        if norm == 0.0 {
+            // Rows carried loss, yet nothing reached the weights.
+            tracing::warn!(
+                "an update whose rows carry loss has an all-zero gradient: the loss does not reach the weights (or every token was clipped)"
+            );
+            report.zero_gradient += 1;
+        }
         tally(&mut report, &mut totals, mini, norm, metrics);
     }
     if ranks.size() > 1 {
