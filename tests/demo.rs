@@ -198,7 +198,7 @@ fn quick_demo_writes_a_complete_report() {
             assert!(["shown", "contradicted", "not shown", "not testable"].contains(&word), "{row:?}");
         }
     }
-    let ceilings = table(&front, "| | legible | stress |");
+    let ceilings = table(&front, "|  | legible | stress |");
     let plain: Vec<f64> = ceilings[0][1..].iter().map(|c| c.parse().unwrap()).collect();
     assert!(
         plain[0] == 100.0 && plain[1] < 90.0,

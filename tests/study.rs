@@ -298,6 +298,30 @@ fn a_quick_study_runs_and_resumes_to_the_same_report() {
     let _ = std::fs::remove_dir_all(&f.dir);
 }
 
+/// Every shipped study file reads and checks (`--plan`: arms, recipes, evaluations and
+/// claims), with every trained arm at every seed in its plan.
+#[test]
+fn the_shipped_studies_plan() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/studies"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 2, "{files:?}");
+    for file in files {
+        let out = temp(&format!("plan-{}", file.file_stem().unwrap().to_string_lossy()));
+        let (code, text) =
+            trlvr(&["study", "--config", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--plan"]);
+        assert_eq!(code, 0, "{}: {text}", file.display());
+        let study: toml::Table = toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let seeds = study["seeds"].as_array().unwrap().len();
+        let trained = study["arms"].as_array().unwrap().iter().filter(|a| a.get("train").is_none()).count();
+        let planned = text.lines().filter(|l| l.contains("-seed")).count();
+        assert_eq!(planned, trained * seeds, "{}: {text}", file.display());
+    }
+}
+
 /// Bad study files stop before any training, naming the file and the key.
 #[test]
 fn bad_study_files_are_refused_before_any_training() {
