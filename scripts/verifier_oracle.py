@@ -15,6 +15,9 @@ Usage (writes trlvr-verifiers/tests/data/oracle_cases.json):
 
     python3 -m venv venv-mv && venv-mv/bin/pip install math-verify==0.9.0
     venv-mv/bin/python scripts/verifier_oracle.py
+
+Labels are set by hand from what each response answers; math-verify's verdict is the
+separate `math_verify` column, so its own mistakes are not learned.
 """
 
 import json
@@ -288,7 +291,8 @@ HELD_OUT = [
     ("75", "她每天跑 5 公里，一共跑了 15 天，所以总共是 75 公里。", True),
     ("64", "Answer: The area is 64 m².", True),
     ("\\frac{1}{3}", "0.333333", True),
-    ("\\frac{1}{3}", "0.3333", False),
+    # Relabelled for issue 52: four places rounded on purpose state 1/3 (suites agree).
+    ("\\frac{1}{3}", "0.3333", True),
     ("\\frac{22}{7}", "3.142857", True),
     ("\\pi", "3.142857", False),
     ("A", "(A)", True),
@@ -311,6 +315,102 @@ HELD_OUT = [
 ]
 for gold, pred, label in HELD_OUT:
     add("held_out", gold, pred, label)
+
+# 11-16. The classes of issue 52, labelled by hand from what each response answers
+# (math-verify's verdict is kept beside the label, never used as it).
+SEVERAL = [
+    ("\\{2,4,6\\}", "The even roots are \\boxed{2}, \\boxed{4}, \\boxed{6}.", True),
+    ("\\{2,4,6\\}", "The even roots are \\boxed{2}, \\boxed{4}.", False),
+    ("x_1 = 5, x_2 = -2", "So $\\boxed{5}$ and $\\boxed{-2}$.", True),
+    ("x_1 = 5, x_2 = -2", "$x_1 = \\boxed{5}$ \\quad $x_2 = \\boxed{-2}$", True),
+    ("x_1 = 5, x_2 = -2", "$x_1 = \\boxed{5}$ \\quad $x_2 = \\boxed{2}$", False),
+    ("(3,1),(5,3)", "\\boxed{a=3,b=1; a=5,b=3}", True),
+    ("(3,1),(5,3)", "\\boxed{a=3,b=1; a=5,b=2}", False),
+    ("6, 8", "\\boxed{PQ=6, RS=8}", True),
+    ("6, 8", "\\boxed{PQ=8, RS=9}", False),
+    ("2", "Hence \\boxed{|PQ| = 2}.", True),
+    ("3", "Hence \\boxed{|PQ| = 2}.", False),
+    ("(4,9),(9,4)", "The pairs are $(4,9)$ or $(9,4)$.", True),
+    ("(4,9),(9,4)", "The pair is $(9,4)$.", False),
+    ("\\{-5, 5\\}", "Therefore $x = \\pm 5$.", True),
+    ("\\{-5, 5\\}", "Therefore $x = 5$.", False),
+    ("\\pm 5", "\\boxed{5}, \\boxed{-5}", True),
+    ("\\{1, 4, 7\\}", "The possible values are $1$, $4$ and $7$.", True),
+    ("3", "We need $x^2 = 9$, and since $x > 0$, $x = 3$.", True),
+    ("(2,5)", "We get $m = 2$ and $n = 5$.", True),
+    ("(2,5)", "We get $m = 5$ and $n = 2$.", False),
+]
+MATRICES = [
+    ("\\begin{pmatrix} 2 & 0 \\\\ 1 & 3 \\end{pmatrix}",
+     "$\\left[\\begin{array}{cc} 2 & 0 \\\\ 1 & 3 \\end{array}\\right]$", True),
+    ("\\begin{pmatrix} 2 & 0 \\\\ 1 & 3 \\end{pmatrix}",
+     "$\\left[\\begin{array}{cc} 2 & 1 \\\\ 0 & 3 \\end{array}\\right]$", False),
+    ("\\begin{pmatrix} \\frac{1}{4} \\\\ \\frac{3}{2} \\end{pmatrix}",
+     "$\\begin{pmatrix} 0.25 \\\\ 1.5 \\end{pmatrix}$", True),
+    ("\\begin{pmatrix} \\frac{1}{3} \\\\ \\frac{5}{3} \\end{pmatrix}",
+     "$\\begin{pmatrix} 0.333 \\\\ 1.667 \\end{pmatrix}$", True),
+    ("\\begin{pmatrix} \\frac{1}{3} \\\\ \\frac{5}{3} \\end{pmatrix}",
+     "$\\begin{pmatrix} 0.333 \\\\ 1.666 \\end{pmatrix}$", False),
+    ("\\begin{pmatrix} 11 \\\\ 25 \\end{pmatrix}",
+     "The product is \\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix} \\begin{pmatrix} 3 \\\\ 4 \\end{pmatrix} = "
+     "\\begin{pmatrix} 11 \\\\ 25 \\end{pmatrix}.", True),
+    ("\\begin{pmatrix} 11 \\\\ 25 \\end{pmatrix}",
+     "Multiplying $M$ by $v$ gives \\begin{pmatrix} 11 \\\\ 24 \\end{pmatrix}.", False),
+    ("\\begin{pmatrix} 11 \\\\ 25 \\end{pmatrix}",
+     "Multiplying $M$ by $v$ gives \\begin{pmatrix} 11 \\\\ 25 \\end{pmatrix}.", True),
+]
+NUMBERS = [
+    ("3.45", "\\boxed{3,45}", True),
+    ("3.45", "Le résultat est 3,45.", True),
+    ("\\{3, 45\\}", "3.45", False),
+    ("3.45", "3,450", False),
+    ("\\frac{1}{6}", "0.1667", True),
+    ("\\frac{1}{6}", "0.1666", False),
+    ("\\frac{1}{6}", "0.17", False),
+    ("\\frac{5}{3}", "\\boxed{1.6667}", True),
+    ("(\\frac{2}{5}, \\frac{7}{3}]", "$(0.4, 2.3333]$", True),
+    ("(\\frac{2}{5}, \\frac{7}{3}]", "$(0.4, 2.33]$", False),
+    ("\\frac{1}{9}", "0.111111", True),
+    ("\\sqrt{3}", "1.7321", True),
+    ("\\sqrt{3}", "1.73", False),
+]
+RELATIONS = [
+    ("(0,2)", "$0 < g(x) < 2$", True),
+    ("(0,2)", "$0 < g(x) \\le 2$", False),
+    ("{2,3,5}", "$\\{5,3,2\\}$", True),
+    ("{2,3,5}", "$\\{5,3\\}$", False),
+    ("(2,3,5)", "$\\{2,3,5\\}$", True),
+    ("4", "$w = 2+3 = 4$", True),
+    ("5", "$w = 2+3 = 4$", False),
+    ("{1,3} \\cup {2,4}", "$\\{1,2,3,4\\}$", True),
+]
+FREE_TEXT = [
+    ("15", "On additionne : 7 + 8 = 15.\nRéponse : 15", True),
+    ("15", "On additionne : 7 + 8 = 15.\nRéponse : 16", False),
+    ("24", "La réponse finale est 24.", True),
+    ("24", "先算 4 + 5 = 9，答案 24", True),
+    ("9", "先算 4 + 5 = 9，答案 24", False),
+    ("30", "一共有 5 盒，所以总数为30", True),
+    ("D", "D Dorothy", True),
+    ("D", "\\boxed{\\text{D Dorothy}}", True),
+    ("B", "D Dorothy", False),
+    ("2x+3", "We simplify step by step.\nFirst 2x + 1 + 2 collects to\n2x + 3", True),
+]
+FALSE_EQUAL = [
+    ("3", "The code is QWX3B", False),
+    ("7", "7 moles of H2O", True),
+    ("x^2", "Let $g(x) =\nx^2$ be the map, in 2 cases.", False),
+    ("1, 2", "(2, 1)", False),
+    ("\\{1, 2\\}", "(2, 1)", True),
+    ("E", "$\\mathrm{E}*3$", False),
+    ("E", "Option E", True),
+    ("x \\in (0, 3)", "$0 < x < 3$", False),
+    ("x \\in (0, 3)", "$(0, 3)$", True),
+]
+for cls, table in [("several_answers", SEVERAL), ("matrices", MATRICES), ("numbers", NUMBERS),
+                   ("relations_intervals", RELATIONS), ("free_text", FREE_TEXT), ("false_equal", FALSE_EQUAL)]:
+    for gold, pred, label in table:
+        add(cls, gold, pred, label)
 
 
 def as_latex(gold):

@@ -109,17 +109,25 @@ fn parse(toks: &[Tok], depth: usize) -> Result<Answer, VerifyError> {
     let pieces = split_top(toks, |t| matches!(t, Tok::Cmd(c) if c == "cup"));
     if pieces.len() > 1 {
         let parts = pieces.into_iter().map(|p| parse(p, depth + 1)).collect::<Result<_, _>>()?;
-        return Ok(Answer::Union(parts));
+        return Ok(union(parts));
+    }
+    if let Some(m) = matrix_env(toks, depth)? {
+        return Ok(m);
     }
     let n = toks.len();
-    if let (Tok::Begin(env), Tok::End(_)) = (&toks[0], &toks[n - 1])
-        && env.ends_with("matrix")
-        && wraps_whole(toks)
-    {
-        return matrix(&toks[1..n - 1], depth);
-    }
     if wraps_whole(toks) && toks[0] == Tok::LSet && toks[n - 1] == Tok::RSet {
         return Ok(Answer::Set(items(&toks[1..n - 1], depth, true)?));
+    }
+    // `{1, 2}`: suites write sets with plain braces too (a lone `{x}` stays a group).
+    if wraps_whole(toks)
+        && toks[0] == Tok::LBrace
+        && toks[n - 1] == Tok::RBrace
+        && split_top(&toks[1..n - 1], |t| *t == Tok::Comma).len() > 1
+    {
+        return Ok(Answer::Set(items(&toks[1..n - 1], depth, true)?));
+    }
+    if let Some(groups) = labelled_groups(toks, depth)? {
+        return Ok(groups);
     }
     let bracket = |t: &Tok, a: Tok, b: Tok| *t == a || *t == b;
     if wraps_whole(toks)
@@ -140,6 +148,59 @@ fn parse(toks: &[Tok], depth: usize) -> Result<Answer, VerifyError> {
     } else {
         Ok(Answer::Set(list))
     }
+}
+
+/// A union of finite sets is the set of their members (`\{1,3\} \cup \{2,4\}` is
+/// `\{1,2,3,4\}`); other unions stay unions of their parts.
+fn union(parts: Vec<Answer>) -> Answer {
+    if parts.iter().all(|p| matches!(p, Answer::Set(_))) {
+        let members = parts.into_iter().flat_map(|p| match p {
+            Answer::Set(items) => items,
+            other => vec![other],
+        });
+        return Answer::Set(members.collect());
+    }
+    Answer::Union(parts)
+}
+
+/// `p=5,q=2; p=7,q=2`: solutions separated by semicolons, each a list of labelled values,
+/// read as a set of such lists (each compared with a tuple such as `(5,2)`). Only groups
+/// that all hold a relation are read so; other semicolons separate items as commas do.
+fn labelled_groups(toks: &[Tok], depth: usize) -> Result<Option<Answer>, VerifyError> {
+    let groups = split_top(toks, |t| *t == Tok::Semi);
+    let labelled = |g: &[Tok]| {
+        split_top(g, |t| *t == Tok::Comma).len() > 1 && g.iter().any(|t| matches!(t, Tok::Rel(_)))
+    };
+    if groups.len() < 2 || !groups.iter().all(|g| labelled(g)) {
+        return Ok(None);
+    }
+    let parts = groups.into_iter().map(|g| parse(g, depth + 1)).collect::<Result<_, _>>()?;
+    Ok(Some(Answer::Set(parts)))
+}
+
+/// A matrix environment (`pmatrix`, `bmatrix`, ..., or `array` after its column
+/// specification), also inside brackets that only wrap it (`\left[\begin{array}{cc} ..
+/// \end{array}\right]`); `None` for anything else.
+fn matrix_env(toks: &[Tok], depth: usize) -> Result<Option<Answer>, VerifyError> {
+    let n = toks.len();
+    if n > 2
+        && matches!(toks[0], Tok::LParen | Tok::LBrack)
+        && matches!(toks[1], Tok::Begin(_))
+        && wraps_whole(toks)
+        && wraps_whole(&toks[1..n - 1])
+    {
+        return matrix_env(&toks[1..n - 1], depth + 1);
+    }
+    let (Tok::Begin(env), Tok::End(_)) = (&toks[0], &toks[n - 1]) else { return Ok(None) };
+    if !(env.ends_with("matrix") || env == "array") || !wraps_whole(toks) {
+        return Ok(None);
+    }
+    let mut body = &toks[1..n - 1];
+    if env == "array" && body.first() == Some(&Tok::LBrace) {
+        let close = body.iter().position(|t| *t == Tok::RBrace).unwrap_or(0);
+        body = &body[close + 1..];
+    }
+    matrix(body, depth).map(Some)
 }
 
 /// Comma- (or semicolon-) separated items, each with its `\pm` signs expanded. Inside set
@@ -205,10 +266,13 @@ fn scalar(toks: &[Tok]) -> Result<Answer, VerifyError> {
             ops.push(*op);
         }
     }
-    let mut exprs: Vec<Expr> = sides.iter().map(|side| parse_tokens(side)).collect::<Result<_, _>>()?;
-    if let Some(name) = function_head(sides[0]) {
-        exprs[0] = Expr::Var(name.to_string());
-    }
+    // A side that names a function value (`f(x)`) reads as a variable wherever it stands,
+    // so `0 < f(x) < 1` is the interval `(0, 1)`.
+    let side = |t: &&[Tok]| match function_head(t) {
+        Some(name) => Ok(Expr::Var(name.to_string())),
+        None => parse_tokens(t),
+    };
+    let exprs: Vec<Expr> = sides.iter().map(side).collect::<Result<_, _>>()?;
     Ok(Answer::Relation { exprs, ops })
 }
 

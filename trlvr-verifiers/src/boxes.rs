@@ -115,9 +115,10 @@ fn opening_brace(s: &str, close: usize) -> Option<usize> {
     None
 }
 
-/// Whether the text between two boxes only joins them: punctuation, math delimiters,
-/// spacing commands, `\text{..}` and the words of [`BOX_JOINERS`].
-fn joins_boxes(gap: &str) -> bool {
+/// Whether the text between two boxes (or math environments) only joins them:
+/// punctuation, math delimiters, spacing commands, `\text{..}`, the words of
+/// [`BOX_JOINERS`] and a label such as `x_2 =` before the next answer.
+pub(crate) fn joins_boxes(gap: &str) -> bool {
     if gap.len() > MAX_BOX_GAP {
         return false;
     }
@@ -133,6 +134,8 @@ fn joins_boxes(gap: &str) -> bool {
                 return false;
             }
             rest = &command[name_len.max(1)..];
+        } else if let Some(len) = label_len(rest) {
+            rest = &rest[len..];
         } else {
             let len =
                 rest.find(|c: char| !c.is_alphabetic() && c != '、').unwrap_or(rest.len()).max(c.len_utf8());
@@ -144,6 +147,24 @@ fn joins_boxes(gap: &str) -> bool {
         }
     }
     true
+}
+
+/// The length of a label that names the next answer (`x_2 =`, `AB=`, `y_{1} =`): one or
+/// two ASCII letters, a subscript, spaces and `=`; `None` if `s` does not open with one.
+fn label_len(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut i = b.iter().take_while(|c| c.is_ascii_alphabetic()).count();
+    if !(1..=2).contains(&i) {
+        return None;
+    }
+    if b.get(i) == Some(&b'_') {
+        i += 1 + b[i + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'{' | b'}'))
+            .count();
+    }
+    i += b[i..].iter().take_while(|c| **c == b' ').count();
+    (b.get(i) == Some(&b'=')).then_some(i + 1)
 }
 
 /// The content of the last `\boxed`/`\fbox` occurrence, or `None` when there is none or it

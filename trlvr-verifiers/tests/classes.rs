@@ -458,3 +458,181 @@ fn new_rules_stay_fast_on_hostile_text() {
         assert!(start.elapsed() < Duration::from_secs(2), "slow on {head:?}");
     }
 }
+
+// The classes of issue 52: answers written by others that the grader missed, and the
+// false "equal"s it gave, written from each class's description (not from any held-out
+// suite).
+
+#[test]
+fn several_answers_in_one_response() {
+    section(
+        "several answers",
+        &[
+            (r"\{1,2,3\}", r"So the roots are \boxed{1}, \boxed{2}, \boxed{3}."),
+            ("x_1 = 4, x_2 = -1", r"Hence $\boxed{4}$ and $\boxed{-1}$."),
+            ("x_1 = 4, x_2 = -1", r"$x_1 = \boxed{4}$ \quad $x_2 = \boxed{-1}$"),
+            ("(5,2),(7,2)", r"\boxed{p=5,q=2; p=7,q=2}"),
+            ("(3,1)", r"We get $a = 3$ and $b = 1$."),
+            ("4, 5", r"\boxed{AB=4, CD=5}"),
+            ("1", r"\boxed{|AB| = 1}"),
+            ("(11,7),(7,11)", r"The pairs are $(11,7)$ or $(7,11)$."),
+            (r"\{(7,11),(11,7)\}", r"\boxed{(11,7) \text{ or } (7,11)}"),
+            (r"\{-3, 3\}", r"$x = \pm 3$"),
+            (r"\pm 3", r"\boxed{3}, \boxed{-3}"),
+            (r"\{2, 5, 9\}", "The possible values are $2$, $5$ and $9$."),
+        ],
+        &[
+            (r"\{1,2,3\}", r"So the roots are \boxed{1}, \boxed{2}, \boxed{4}."),
+            ("x_1 = 4, x_2 = -1", r"$x_1 = \boxed{4}$ \quad $x_2 = \boxed{1}$"),
+            ("(5,2),(7,2)", r"\boxed{p=5,q=2; p=7,q=3}"),
+            ("(3,1)", r"We get $a = 1$ and $b = 3$."),
+            ("4, 5", r"\boxed{AB=4, CD=6}"),
+            ("2", r"\boxed{|AB| = 1}"),
+            ("(11,7),(7,11)", r"The pairs are $(11,7)$ or $(7,12)$."),
+            (r"\{-3, 3\}", r"$x = \pm 2$"),
+            // A comma alone does not make a list of math environments.
+            ("3", r"We need $x^2 = 9$, and since $x > 0$, $x = 2$."),
+            (r"\{2, 5\}", "We get $2$ apples and then $5$."),
+        ],
+    );
+    // The labelled product `2x = 10` is not the value 10.
+    section("labels", &[("3", "$x = 3$")], &[("10", "x(2) = 10"), ("10", "$2x = 10$")]);
+}
+
+#[test]
+fn matrices_and_vectors() {
+    let pm = r"\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}";
+    let third = r"\begin{pmatrix} \frac{1}{3} \\ \frac{8}{3} \end{pmatrix}";
+    section(
+        "matrices",
+        &[
+            (pm, r"$\left[\begin{array}{cc} 1 & 2 \\ 3 & 4 \end{array}\right]$"),
+            (pm, r"$\begin{array}{cc} 1 & 2 \\ 3 & 4 \end{array}$"),
+            (
+                r"\begin{pmatrix} \frac12 & 2 \\ 3 & 4 \end{pmatrix}",
+                r"$\begin{pmatrix} 0.5 & 2 \\ 3 & 4 \end{pmatrix}$",
+            ),
+            (third, r"$\begin{pmatrix} 0.333 \\ 2.667 \end{pmatrix}$"),
+            (
+                r"\begin{pmatrix} 17 \\ 39 \end{pmatrix}",
+                r"So the product is \begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix} \begin{pmatrix} 5 \\ 6 \end{pmatrix} = \begin{pmatrix} 17 \\ 39 \end{pmatrix}.",
+            ),
+            (
+                r"\begin{pmatrix} 17 \\ 39 \end{pmatrix}",
+                r"Multiplying $A$ by $v$ gives \begin{pmatrix} 17 \\ 39 \end{pmatrix}.",
+            ),
+        ],
+        &[
+            (pm, r"$\left[\begin{array}{cc} 1 & 2 \\ 4 & 3 \end{array}\right]$"),
+            (pm, r"$\left[\begin{array}{cc} 1 & 2 & 3 & 4 \end{array}\right]$"),
+            (third, r"$\begin{pmatrix} 0.333 \\ 2.666 \end{pmatrix}$"),
+            (
+                r"\begin{pmatrix} 17 \\ 39 \end{pmatrix}",
+                r"Multiplying $A$ by $v$ gives \begin{pmatrix} 17 \\ 40 \end{pmatrix}.",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn numbers_decimal_commas_and_rounding() {
+    section(
+        "numbers",
+        &[
+            ("1.22", r"\boxed{1,22}"),
+            ("1.22", "La réponse est 1,22."),
+            (r"\frac{1}{3}", "0.3333"),
+            (r"\frac{2}{3}", r"\boxed{0.6667}"),
+            (r"(\frac35, \frac83]", "$(0.6, 2.6667]$"),
+            (r"\frac{8}{3}", "2.66667"),
+            (r"\frac{1}{12}", "0.083333"),
+            (r"\sqrt{2}", "1.4142"),
+        ],
+        &[
+            // A list of two numbers never reads as one decimal.
+            (r"\{1, 22\}", "1.22"),
+            ("1,22", "1.22"),
+            ("1.22", "1,220"),
+            // Fewer than four places, or a cut-off instead of a rounding.
+            (r"\frac{1}{3}", "0.33"),
+            (r"\frac{1}{3}", "0.333"),
+            (r"\frac{2}{3}", "0.6666"),
+            (r"(\frac35, \frac83]", "$(0.6, 2.6666]$"),
+            (r"\pi", "3.1416 + 1"),
+            (r"\frac{1}{7}", "0.1428"),
+        ],
+    );
+}
+
+#[test]
+fn relations_and_intervals() {
+    section(
+        "relations",
+        &[
+            ("(0,1)", r"$0 < f(x) < 1$"),
+            (r"0 < f(x) < 1", "$(0,1)$"),
+            ("{1,2,3}", r"$\{3,2,1\}$"),
+            (r"{1,3} \cup {2,4}", r"$\{1,2,3,4\}$"),
+            ("(1,2,3)", r"$\{1,2,3\}$"),
+            ("2", "$z = 3+3 = 2$"),
+            ("z = 2", "$z = 3+3 = 2$"),
+        ],
+        &[
+            ("(0,1)", r"$0 \le f(x) < 1$"),
+            ("{1,2,3}", r"$\{1,2\}$"),
+            (r"{1,3} \cup {2,4}", r"$\{1,2,3\}$"),
+            ("3", "$z = 3+3 = 2$"),
+        ],
+    );
+}
+
+#[test]
+fn free_text_anchors_and_option_letters() {
+    section(
+        "free text",
+        &[
+            ("12", "Calculons 3 fois 5 = 15.\nRéponse : 12"),
+            ("12", "La réponse finale est 12."),
+            ("12", "Réponse\u{a0}: $12$"),
+            ("12", "答案 12"),
+            ("12", "计算得 3 + 5 = 8，所以总数为12"),
+            ("C", "C Cecile"),
+            ("C", r"\boxed{\text{C Cecile}}"),
+            ("C", "The answer is C Cecile."),
+        ],
+        &[
+            ("15", "Calculons 3 fois 5 = 15.\nRéponse : 12"),
+            ("8", "计算得 3 + 5 = 8，所以总数为12"),
+            ("B", "C Cecile"),
+        ],
+    );
+}
+
+#[test]
+fn false_equals_removed() {
+    section(
+        "false equal",
+        &[
+            ("7", "7 moles of H2O"),
+            ("x \\in [1, 2]", "$x \\in [1, 2]$"),
+            (r"x \in (1, 2)", "$(1, 2)$"),
+            (r"\{1, 2\}", "(2, 1)"),
+        ],
+        &[
+            // A number inside a word.
+            ("2", "AZYUK2A"),
+            ("2", "The code is AZYUK2A"),
+            // Inline math does not cross a line break.
+            ("x + 1", "Let $f(x) =\nx + 1$ stand, in 3 cases."),
+            // A list in its order against a tuple in another.
+            ("1, 2", "(2, 1)"),
+            ("2, 1", "$(1, 2)$"),
+            // A letter inside a formula is no option.
+            ("E", r"$\mathrm{E}*2$"),
+            ("E", "$2E$"),
+            // A membership statement asks for the set, not an inequality.
+            (r"x \in (1, 2)", "$1 < x < 2$"),
+            (r"x \in (2, \infty)", "$x > 2$"),
+        ],
+    );
+}

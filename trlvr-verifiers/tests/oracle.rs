@@ -51,9 +51,15 @@ fn tallies() -> BTreeMap<String, Tally> {
 /// Per class, the least share of cases where we must match the labels and where we must
 /// agree with math-verify: what was measured when the fixture was made (math-verify reads
 /// no option letters and misses some answers that are not last in their text, hence the
-/// lower agreement there).
+/// lower agreement there; the classes of issue 52 are those it misses more often).
 const FLOORS: &[(&str, f64, f64)] = &[
     ("boxed", 1.0, 1.0),
+    ("false_equal", 1.0, 0.77),
+    ("free_text", 0.9, 0.7),
+    ("matrices", 1.0, 0.62),
+    ("numbers", 1.0, 0.61),
+    ("relations_intervals", 1.0, 0.87),
+    ("several_answers", 1.0, 0.9),
     ("gold_solution", 1.0, 1.0),
     ("held_out", 0.9, 0.81),
     ("letters", 1.0, 0.41),
@@ -69,12 +75,27 @@ const FLOORS: &[(&str, f64, f64)] = &[
 fn free_text_agrees_with_labels_and_math_verify() {
     let tallies = tallies();
     assert_eq!(tallies.len(), FLOORS.len(), "a floor for every class");
+    eprintln!(
+        "{:20} {:>5} {:>7} {:>11} {:>6} {:>13}",
+        "class", "cases", "trlvr", "math-verify", "agree", "false equal"
+    );
+    let (mut ours, mut theirs, mut cases) = (0, 0, 0);
     for &(class, labels, agree) in FLOORS {
         let t = &tallies[class];
-        eprintln!("{class:18} {t:?}");
         let share = |n: usize| n as f64 / t.cases as f64;
+        eprintln!(
+            "{class:20} {:>5} {:>7.3} {:>11.3} {:>6.3} {:>6} vs {:<4}",
+            t.cases,
+            share(t.ours),
+            share(t.theirs),
+            share(t.agree),
+            t.our_false_equal,
+            t.their_false_equal
+        );
+        (ours, theirs, cases) = (ours + t.ours, theirs + t.theirs, cases + t.cases);
         assert!(share(t.ours) >= labels, "{class}: right on {} of {}", t.ours, t.cases);
         assert!(share(t.agree) >= agree, "{class}: agrees with math-verify on {} of {}", t.agree, t.cases);
         assert!(t.our_false_equal <= t.their_false_equal, "{class}: {t:?}");
     }
+    eprintln!("all: {cases} cases, trlvr {ours}, math-verify {theirs} right");
 }

@@ -38,13 +38,20 @@
 //!    - a decimal literal equals a constant that is not an integer when both round alike
 //!      to [`ROUNDING_PLACES`] decimals, as math-verify rounds (`0.083333` equals
 //!      `\frac{1}{12}`, `0.33` does not equal `\frac13`);
+//!    - a decimal with at least [`MIN_SCALAR_PLACES`] places also equals an exact value
+//!      that rounds to it at those places (`0.3333` is `\frac13`, `0.3333` rounded on
+//!      purpose; `0.6666`, a cut-off, is not `\frac23`);
+//!    - values labelled by names of letters answer the values (`AB = 4, CD = 5` is `4, 5`,
+//!      `|AB| = 1` is `1`), and `p = 5, q = 2` answers the tuple `(5, 2)`;
 //! 5. Against one value, commas between digits are decimal commas (`2,74` is `2.74`,
 //!    `x = 0,5` is `x = 0.5`) unless exactly three digits follow one or several stand in
 //!    one run of digits (`1,000` and `1,2,3` keep their meaning; see `decimal_comma`).
 //!
 //! [`matches_reference`], which [`crate::MathVerifier`] uses, knows which answer is the reference and
-//! lets its shape settle two ambiguities: a decimal comma is read in the response only,
-//! and a set or list answers a tuple (in its order) and a tuple a set (in any order).
+//! lets its shape settle a few ambiguities: a decimal comma is read in the response only;
+//! a set or list answers a tuple (in its order) and a tuple answers a set in braces (in
+//! any order) or a bare list (in its order); and a membership statement (`x \in (1, 2)`)
+//! is not answered by an inequality.
 //!
 //! Deliberate choices: a percent sign is dropped, so `50\%` equals `50` but not `0.5`; a
 //! whole answer `1,234` is one thousand two hundred and thirty-four (a list needs a space
@@ -63,12 +70,12 @@ mod rounding;
 
 use intervals::{as_interval, intervals};
 use relations::relations_equal;
-pub use rounding::{MIN_STATED_PLACES, ROUNDING_PLACES};
-use rounding::{rounds_alike, within_stated_precision};
+pub use rounding::{MIN_SCALAR_PLACES, MIN_STATED_PLACES, ROUNDING_PLACES};
+use rounding::{rounds_alike, within_stated_places, within_stated_precision};
 
 use crate::answer::Answer;
 use crate::eval::same_function;
-use crate::expr::{Expr, MAX_DEPTH};
+use crate::expr::{Expr, Func, MAX_DEPTH};
 use crate::lexer::RelOp;
 use crate::normalize::normalize;
 
@@ -144,15 +151,47 @@ fn compare(gold: &str, pred: &str, roles: Roles) -> bool {
         return false;
     }
     match (Answer::parse(gold), Answer::parse(pred)) {
-        (Ok(a), Ok(b)) => {
-            answers_equal(&a, &b, 0)
-                || decimal_comma(pred, &a)
-                || match roles {
-                    Roles::Either => decimal_comma(gold, &b),
-                    Roles::GoldThenPred => set_answered_by_tuple(&a, &b),
-                }
-        }
+        (Ok(a), Ok(b)) => match roles {
+            Roles::Either => answers_equal(&a, &b, 0) || decimal_comma(pred, &a) || decimal_comma(gold, &b),
+            Roles::GoldThenPred => answers_reference(gold, &a, pred, &b),
+        },
         _ => text_equal(gold, pred) || last_side_equal(gold, pred, roles),
+    }
+}
+
+/// The rules of [`matches_reference`] for two parsed answers.
+fn answers_reference(gold: &str, a: &Answer, pred: &str, b: &Answer) -> bool {
+    // `x \in [1, 2]` asks for a set; an inequality that describes it is another answer.
+    if is_membership(gold) && is_inequality(b) {
+        return false;
+    }
+    // A list without braces keeps its order against a tuple, which states one.
+    let unordered = gold.starts_with("\\{") || gold.starts_with('{') || gold.contains("\\pm");
+    answers_equal(a, b, 0) || decimal_comma(pred, a) || set_answered_by_tuple(a, b, unordered)
+}
+
+/// `v \in S` (one variable, maybe with a subscript): a statement of membership.
+fn is_membership(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = usize::from(b.first().is_some_and(u8::is_ascii_alphabetic));
+    if i == 0 {
+        return false;
+    }
+    if b.get(i) == Some(&b'_') {
+        i += if b.get(i + 1) == Some(&b'{') { s[i..].find('}').map_or(b.len(), |c| c + 1) } else { 2 };
+    }
+    s.get(i..)
+        .is_some_and(|r| r.starts_with("\\in") && !r[3..].starts_with(|c: char| c.is_ascii_alphabetic()))
+}
+
+/// An inequality or chain of them (`1 < x \le 2`), or a list of such.
+fn is_inequality(a: &Answer) -> bool {
+    match a {
+        Answer::Relation { ops, .. } => {
+            ops.iter().any(|o| matches!(o, RelOp::Lt | RelOp::Le | RelOp::Gt | RelOp::Ge))
+        }
+        Answer::Set(items) => !items.is_empty() && items.iter().all(is_inequality),
+        _ => false,
     }
 }
 
@@ -172,10 +211,11 @@ fn last_side_equal(gold: &str, pred: &str, roles: Roles) -> bool {
 /// any order (`(2, 1)`), a reference tuple `(1, 2)` by a list or set in its order
 /// (`\boxed{1}, \boxed{2}`). Closed ends (`[1, 2]`) make an interval, which no list of
 /// points answers.
-fn set_answered_by_tuple(gold: &Answer, pred: &Answer) -> bool {
+fn set_answered_by_tuple(gold: &Answer, pred: &Answer, unordered: bool) -> bool {
     match (gold, pred) {
         (Answer::Set(x), Answer::Bracketed { open: '(', close: ')', items }) if x.len() == items.len() => {
-            x.len() >= 2 && same_members(x, items, 1)
+            let in_order = || x.iter().zip(items).all(|(p, q)| answers_equal(p, q, 1));
+            x.len() >= 2 && if unordered { same_members(x, items, 1) } else { in_order() }
         }
         (Answer::Bracketed { open: '(', close: ')', items }, Answer::Set(x)) if x.len() == items.len() => {
             x.len() >= 2 && items.iter().zip(x).all(|(p, q)| answers_equal(p, q, 1))
@@ -264,7 +304,9 @@ pub fn answers_equal(a: &Answer, b: &Answer, depth: usize) -> bool {
     }
     let d = depth + 1;
     match (a, b) {
-        (Answer::Expr(x), Answer::Expr(y)) => same_function(x, y) || rounds_alike(x, y),
+        (Answer::Expr(x), Answer::Expr(y)) => {
+            same_function(x, y) || rounds_alike(x, y) || within_stated_places(x, y, MIN_SCALAR_PLACES)
+        }
         (Answer::Set(x), Answer::Set(y)) | (Answer::Union(x), Answer::Union(y)) => same_members(x, y, d),
         (Answer::Set(x), other) if x.len() == 1 => answers_equal(&x[0], other, d),
         (other, Answer::Set(y)) if y.len() == 1 => answers_equal(other, &y[0], d),
@@ -290,6 +332,10 @@ pub fn answers_equal(a: &Answer, b: &Answer, depth: usize) -> bool {
         }
         (Answer::Relation { exprs, ops }, other) | (other, Answer::Relation { exprs, ops }) => {
             relation_vs_other(exprs, ops, other, d) || same_intervals(a, b, d)
+        }
+        (Answer::Set(x), Answer::Bracketed { open: '(', close: ')', items })
+        | (Answer::Bracketed { open: '(', close: ')', items }, Answer::Set(x)) => {
+            labelled_tuple(x, items, d) || same_intervals(a, b, d)
         }
         _ => same_intervals(a, b, d),
     }
@@ -321,6 +367,31 @@ fn same_members(x: &[Answer], y: &[Answer], d: usize) -> bool {
     !x.is_empty() && !y.is_empty() && covered(x, y) && covered(y, x)
 }
 
+/// `p = 5, q = 2` against the tuple `(5, 2)`: values labelled by variables, in the
+/// tuple's order.
+fn labelled_tuple(labelled: &[Answer], items: &[Answer], d: usize) -> bool {
+    let value = |a: &Answer| match a {
+        Answer::Relation { exprs, ops } if ops.as_slice() == [RelOp::Eq] && exprs[0].as_var().is_some() => {
+            Some(Answer::Expr(exprs[1].clone()))
+        }
+        _ => None,
+    };
+    labelled.len() == items.len()
+        && labelled.len() >= 2
+        && labelled.iter().zip(items).all(|(l, i)| value(l).is_some_and(|v| answers_equal(&v, i, d)))
+}
+
+/// A name made of letters only (`x`, `AB`, `|AB|`, `x_1`): what labels a value in
+/// `AB = 4`.
+fn is_label(e: &Expr) -> bool {
+    match e {
+        Expr::Var(_) => true,
+        Expr::Mul(xs) => xs.iter().all(|x| matches!(x, Expr::Var(_))),
+        Expr::Func(Func::Abs, x) => is_label(x),
+        _ => false,
+    }
+}
+
 /// A relation against a non-relation: `x = 5` against `5`, `x > 3` against `(3, \infty)`.
 fn relation_vs_other(exprs: &[Expr], ops: &[RelOp], other: &Answer, d: usize) -> bool {
     // A chain of equalities ending in a value answers that value (`x = 5+5+1 = 11`), and
@@ -328,7 +399,7 @@ fn relation_vs_other(exprs: &[Expr], ops: &[RelOp], other: &Answer, d: usize) ->
     if let (Answer::Expr(_), Some(last)) = (other, exprs.last())
         && ops.iter().all(|o| *o == RelOp::Eq)
     {
-        let value = !last.has_vars() && (exprs.len() > 2 || exprs[0].as_var().is_some());
+        let value = !last.has_vars() && (exprs.len() > 2 || is_label(&exprs[0]));
         // `y = 3x + 3x = 5x` defines `y` by its last side, whatever the steps before it say.
         let definition = exprs.len() > 2 && exprs[0].as_var().is_some();
         let identity = exprs.windows(2).all(|w| same_function(&w[0], &w[1]));

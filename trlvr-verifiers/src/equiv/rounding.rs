@@ -43,14 +43,26 @@ pub const MIN_STATED_PLACES: u32 = 2;
 /// nor does `0.33` answer `\frac23`. At least [`MIN_STATED_PLACES`] places are needed.
 pub(super) fn within_stated_precision(a: &Answer, b: &Answer) -> bool {
     let (Answer::Expr(x), Answer::Expr(y)) = (a, b) else { return false };
-    rounds_to_literal(x, y) || rounds_to_literal(y, x)
+    within_stated_places(x, y, MIN_STATED_PLACES)
+}
+
+/// Fewest decimal places a decimal outside a matrix must state to stand for an exact value
+/// that rounds to it (`0.3333` for `\frac13`, `2.6667` for `\frac83`): four places are an
+/// answer rounded on purpose, while `0.33` or `3.14` may be a cruder estimate.
+pub const MIN_SCALAR_PLACES: u32 = 4;
+
+/// Whether either expression is a decimal literal with at least `min_places` places that
+/// the other, an exact value, rounds to at those places.
+pub(super) fn within_stated_places(x: &Expr, y: &Expr, min_places: u32) -> bool {
+    rounds_to_literal(x, y, min_places) || rounds_to_literal(y, x, min_places)
 }
 
 /// Whether `exact` rounds to the decimal literal `lit` at the places `lit` states
 /// (halves away from zero).
-fn rounds_to_literal(lit: &Expr, exact: &Expr) -> bool {
-    let (Some((q, places)), None) = (decimal_literal(lit), decimal_literal(exact)) else { return false };
-    if exact.has_vars() || !(MIN_STATED_PLACES..=15).contains(&u32::from(places)) {
+fn rounds_to_literal(lit: &Expr, exact: &Expr, min_places: u32) -> bool {
+    let Some((q, places)) = decimal_literal(lit) else { return false };
+    if decimal_literal(exact).is_some() || exact.has_vars() || !(min_places..=15).contains(&u32::from(places))
+    {
         return false;
     }
     let Ok(v) = value(exact, 0) else { return false };

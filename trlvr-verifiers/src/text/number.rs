@@ -10,14 +10,24 @@ pub fn last_number(s: &str) -> Option<String> {
         return last_number(&s.chars().map(ascii_digit).collect::<String>());
     }
     let b = s.as_bytes();
-    let mut i = b.len();
-    while i > 0 && !b[i - 1].is_ascii_digit() {
-        i -= 1;
-    }
-    if i == 0 {
-        return None;
-    }
-    let end = i;
+    let mut limit = b.len();
+    let end = loop {
+        let mut i = limit;
+        while i > 0 && !b[i - 1].is_ascii_digit() {
+            i -= 1;
+        }
+        if i == 0 {
+            return None;
+        }
+        let start = i - b[..i].iter().rev().take_while(|c| c.is_ascii_digit()).count();
+        // Digits glued to a word (`AZYUK2A`, `H2O`) are part of it, not a number.
+        if start > 0 && b[start - 1].is_ascii_alphabetic() {
+            limit = start;
+            continue;
+        }
+        break i;
+    };
+    let mut i = end;
     while i > 0
         && (b[i - 1].is_ascii_digit()
             || (b[i - 1] == b'.' && i >= 2 && b[i - 2].is_ascii_digit())
@@ -75,5 +85,7 @@ mod tests {
         assert_eq!(last_number("答案是３５").as_deref(), Some("35"));
         assert_eq!(last_number("In total, 1 000 people came.").as_deref(), Some("1000"));
         assert_eq!(last_number("sizes 1 2 345").as_deref(), Some("2345"));
+        assert_eq!(last_number("AZYUK2A"), None);
+        assert_eq!(last_number("7 moles of H2O").as_deref(), Some("7"));
     }
 }

@@ -55,7 +55,8 @@ pub fn choice(s: &str) -> Option<char> {
     let mut last_negated = false;
     for (k, &c) in chars.iter().enumerate() {
         let alone = |j: Option<&char>| j.is_none_or(|n| !n.is_alphanumeric());
-        if option_letter(c) && alone(k.checked_sub(1).and_then(|j| chars.get(j))) && alone(chars.get(k + 1)) {
+        let standalone = alone(k.checked_sub(1).and_then(|j| chars.get(j))) && alone(chars.get(k + 1));
+        if option_letter(c) && standalone && !in_formula(&chars, k) {
             last_negated = ruled_out(&chars, k, last_negated);
             match found {
                 _ if last_negated => {}
@@ -66,6 +67,15 @@ pub fn choice(s: &str) -> Option<char> {
         }
     }
     found
+}
+
+/// Whether the letter at `chars[k]` is a symbol in a formula (`\mathrm{E}*2`, `2E`,
+/// `E^2`) rather than an option: an operator or a digit touches it (across braces).
+fn in_formula(chars: &[char], k: usize) -> bool {
+    let operator = |c: &&char| "*+/^=_<>".contains(**c) || c.is_ascii_digit();
+    let after = chars[k + 1..].iter().find(|c| !matches!(c, '}' | ')'));
+    let before = chars[..k].iter().rev().find(|c| !matches!(c, '{' | '('));
+    after.is_some_and(|c| operator(&c)) || before.is_some_and(|c| operator(&c))
 }
 
 /// Words after which a response names the option it settles on ("so it is not A,
@@ -219,5 +229,7 @@ mod tests {
         assert_eq!(choice("Thus it cannot be A or B but C."), Some('C'));
         assert_eq!(choice("Also, B holds."), Some('B'));
         assert_eq!(choice("It is not A. Not C either."), None);
+        assert_eq!(choice(r"$\mathrm{E}*2$"), None);
+        assert_eq!(choice("$2E$"), None);
     }
 }
