@@ -61,8 +61,8 @@ pub struct Args {
     #[arg(long, default_value_t = EvalConfig::default().max_rounds)]
     max_rounds: usize,
     /// Problems per engine call (rows = problems × n).
-    #[arg(long, default_value_t = EvalConfig::default().batch_problems)]
-    batch: usize,
+    #[arg(long, alias = "batch", default_value_t = EvalConfig::default().batch_problems)]
+    batch_size: usize,
     /// Sampling (the evaluation's sampler, `Sampling::evaluation`, unless given).
     #[command(flatten)]
     sampling: SamplingArgs,
@@ -256,7 +256,7 @@ fn config(args: &Args) -> EvalConfig {
         max_new_tokens: args.max_new_tokens,
         max_rounds: args.max_rounds,
         seed: args.sampling.seed,
-        batch_problems: args.batch,
+        batch_problems: args.batch_size,
         bootstrap: args.bootstrap,
         ..defaults
     }
@@ -521,7 +521,7 @@ fn parse_layout(name: &str, path: &str) -> Result<Layout> {
 
 /// The layout whose fields the file's first problem line has.
 fn infer_layout(path: &Path) -> Result<Layout> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = trlvr::lines::read_text(path).with_context(|| format!("reading {}", path.display()))?;
     let Some((i, line)) = text.lines().enumerate().find(|(_, l)| !l.trim().is_empty()) else {
         bail!("{}: no problems in the file", path.display());
     };

@@ -37,6 +37,8 @@ pub const NAMES: &[(&str, &str, &str, &str)] = &[
     ("TRL", "save_steps", "train.checkpoint_every", ""),
     ("TRL", "save_total_limit", "train.keep_last", ""),
     ("TRL", "eval_steps", "train.validate_every", ""),
+    ("TRL", "reward_funcs", "rewards", "`[[rewards]] name = ..` each, plugins of kind `reward`"),
+    ("TRL", "reward_weights", "rewards", "`weight` in each `[[rewards]]` table"),
     (
         "TRL",
         "num_iterations",
@@ -67,6 +69,7 @@ pub const NAMES: &[(&str, &str, &str, &str)] = &[
     ("verl", "trainer.total_training_steps", "train.steps", ""),
     ("verl", "trainer.save_freq", "train.checkpoint_every", ""),
     ("verl", "trainer.test_freq", "train.validate_every", ""),
+    ("verl", "custom_reward_function.path", "plugins", "a reward plugin library, then `[[rewards]]`"),
     (
         "verl",
         "algorithm.norm_adv_by_std_in_grpo",

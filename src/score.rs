@@ -20,14 +20,14 @@ use crate::options::DeviceArgs;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A Hugging Face model directory or a .gguf file.
-    #[arg(long)]
+    #[arg(long, alias = "senior")]
     model: PathBuf,
     /// JSON lines with `text` (and optional `prompt`); `-` for standard input.
     #[arg(long)]
     input: PathBuf,
     /// Texts per forward pass.
-    #[arg(long, default_value_t = 8)]
-    batch: usize,
+    #[arg(long, alias = "batch", default_value_t = 8)]
+    batch_size: usize,
     /// Where the model runs, and in what precision.
     #[command(flatten)]
     device: DeviceArgs,
@@ -68,7 +68,7 @@ pub fn run(args: &Args) -> Result<()> {
                 writeln!(out, "{}", serde_json::json!({ "line": line_no, "error": format!("{e:#}") }))?;
             }
         }
-        if pending.len() >= args.batch.max(1) {
+        if pending.len() >= args.batch_size.max(1) {
             scored += flush(&model, &mut pending, &mut out)?;
         }
     }

@@ -18,7 +18,7 @@ use crate::progress::steps_bar;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A Hugging Face model directory, a .gguf file, or `smollm2-135m`.
-    #[arg(long)]
+    #[arg(long, alias = "senior")]
     model: String,
     /// JSONL with a question and a worked solution on each line.
     #[arg(long)]
@@ -153,7 +153,7 @@ fn read_pairs(
     solution: &str,
     limit: Option<usize>,
 ) -> Result<Vec<(String, String)>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = trlvr::lines::read_text(path).with_context(|| format!("reading {}", path.display()))?;
     let mut pairs = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         if limit.is_some_and(|n| pairs.len() >= n) {

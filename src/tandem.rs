@@ -24,8 +24,8 @@ pub struct Args {
     #[command(flatten)]
     prompt: PromptArgs,
     /// G: rollouts of the prompt.
-    #[arg(long, default_value_t = 4)]
-    group: usize,
+    #[arg(long, alias = "group", default_value_t = 4)]
+    group_size: usize,
     /// Response cap in tokens, shared by both models.
     #[arg(long, default_value_t = 256)]
     max_new_tokens: usize,
@@ -108,7 +108,7 @@ fn load_pair(args: &Args, device: &Device) -> Result<Pair> {
 fn config(args: &Args) -> RolloutConfig {
     let defaults = RolloutConfig::default();
     RolloutConfig {
-        group_size: args.group,
+        group_size: args.group_size,
         max_new_tokens: args.max_new_tokens,
         sampling: args.sampling.sampling(Sampling::training()),
         seed: args.sampling.seed,

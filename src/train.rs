@@ -15,6 +15,7 @@ use trlvr::data::{Dataset, ReferenceFormat, hash_files, hold_out, user_message};
 use trlvr::device::parse_device;
 use trlvr::plugin::Registry;
 use trlvr::prelude::*;
+use trlvr::reward::RewardTerm;
 use trlvr::train::{Example, Exporter, FitProgress, RunDir, StepMetrics, Task, Trainer, drop_long_prompts};
 use trlvr_models::Decoder;
 use trlvr_verifiers::{Extraction, MathVerifier, extract};
@@ -53,6 +54,21 @@ pub struct Args {
     /// trlvr checked them); without it such a checkpoint counts as damaged.
     #[arg(long, requires = "resume")]
     accept_unchecked: bool,
+    /// Load the plugin libraries the recipe (or the resumed run's) lists: their code runs
+    /// in this process, so trlvr loads none without it.
+    #[arg(long)]
+    trust_plugins: bool,
+}
+
+/// How a run starts: fresh or resumed, and what it takes on trust.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Start {
+    /// Continue from the run directory's last good checkpoint.
+    pub resume: bool,
+    /// Take a checkpoint without checksums as it is.
+    pub accept_unchecked: bool,
+    /// Load the recipe's plugin libraries.
+    pub trust_plugins: bool,
 }
 
 /// Chat-formatted prompts, each reference checked to hold an answer.
@@ -129,20 +145,24 @@ pub fn run(args: &Args) -> Result<()> {
 /// Trains: the recipe and run directory the command line names, then [`train_run`].
 fn train(args: &Args, ranks: &Ranks) -> Result<()> {
     let (recipe, out) = recipe_and_run_dir(args)?;
-    train_run(recipe, &out, args.resume.is_some(), args.accept_unchecked, None, ranks)
+    let start = Start {
+        resume: args.resume.is_some(),
+        accept_unchecked: args.accept_unchecked,
+        trust_plugins: args.trust_plugins,
+    };
+    train_run(recipe, &out, start, None, ranks)
 }
 
 /// Trains `recipe` into the run directory `out` (continuing it from its last good
 /// checkpoint when `resume`): the models, the task, the trainer, then the steps. With a
 /// `label` (a study's run), progress is one line a step, prefixed with it.
-pub fn train_run(
-    recipe: Recipe,
-    out: &Path,
-    resume: bool,
-    unchecked: bool,
-    label: Option<&str>,
-    ranks: &Ranks,
-) -> Result<()> {
+pub fn train_run(recipe: Recipe, out: &Path, start: Start, label: Option<&str>, ranks: &Ranks) -> Result<()> {
+    let Start { resume, accept_unchecked: unchecked, trust_plugins } = start;
+    // Nothing loads before the plugins are agreed to, and a resumed run's are its own.
+    crate::plugins::consent(&recipe.plugins, trust_plugins, &format!("the recipe of {}", out.display()))?;
+    if resume {
+        crate::plugins::check_record(&recipe.plugins, out)?;
+    }
     let (senior_device, junior_device) = devices(&recipe, ranks)?;
     let (senior_path, senior) = load_senior(&recipe, senior_device)?;
     let registry = crate::plugins::registry(&recipe.plugins)?;
@@ -155,8 +175,10 @@ pub fn train_run(
     let classes = TokenClasses::from_tokenizer(&senior.tokenizer, &senior.eos)?;
     let export = hf_export(&senior);
     let task = data.task(&senior.tokenizer, &classes);
+    let rewards = rewards(&recipe, &registry)?;
     let mut trainer =
         Trainer::new(recipe.train.clone(), senior.decoder, &*junior, &*schedule, &*objective, task)?
+            .with_rewards(rewards)
             .with_export(export);
 
     let run = RunDir::open(out)?;
@@ -166,12 +188,31 @@ pub fn train_run(
     agree_across_ranks(ranks, &recipe)?;
     trainer = trainer.with_collective(ranks.collective())?;
     if !resume && ranks.leads() {
+        crate::plugins::record(&recipe.plugins, out)?;
         mark_run(out, &recipe)?;
     }
     if ranks.leads() && label.is_none() {
         describe(&recipe, &senior_path, &*schedule, &*objective, &trainer, ranks, out);
     }
     fit(&mut trainer, &run, &recipe, out, label, ranks)
+}
+
+/// The recipe's reward terms from the registry (the verifier's alone when it lists none).
+fn rewards(recipe: &Recipe, registry: &Registry) -> Result<Rewards> {
+    if recipe.rewards.is_empty() {
+        return Ok(Rewards::correct());
+    }
+    let terms = recipe
+        .rewards
+        .iter()
+        .map(|r| {
+            let function = registry
+                .reward(&r.name, &serde_json::to_value(&r.config)?)
+                .with_context(|| format!("[[rewards]] {:?}", r.name))?;
+            Ok(RewardTerm { weight: r.weight as f32, function: Box::new(function) })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Rewards::new(terms)?)
 }
 
 /// The recipe (a new one with its `--set`s, or a resumed run's) with the command line's
@@ -434,14 +475,21 @@ fn fit(
         count_rollouts(&rows, p);
         progress.iter().for_each(|bar| bar.progress(p));
     };
-    trainer.fit(run, &mut |m| progress.iter().for_each(|bar| bar.step(m)), on_progress).with_context(
-        || {
-            format!(
-                "training stopped; the last complete checkpoint is in {}",
-                out.join("checkpoints").display()
-            )
-        },
-    )?;
+    let mut events = tensorboard(recipe, out, ranks)?;
+    let on_step = &mut |m: &StepMetrics| {
+        progress.iter().for_each(|bar| bar.step(m));
+        if let Some(writer) = &mut events {
+            let values = crate::tensorboard::scalars(&serde_json::to_value(m).unwrap_or_default());
+            if let Err(e) = writer.scalars(m.step as u64, &values) {
+                // A log is not worth the run: say so once and go on without it.
+                eprintln!("warning: TensorBoard events stop here: {e:#}");
+                events = None;
+            }
+        }
+    };
+    trainer.fit(run, on_step, on_progress).with_context(|| {
+        format!("training stopped; the last complete checkpoint is in {}", out.join("checkpoints").display())
+    })?;
     if ranks.size() > 1 {
         ranks.say(&format!("{} rollouts written here", rows.get()));
     }
@@ -455,6 +503,20 @@ fn fit(
     }
     eprintln!("done: {} (metrics.jsonl, samples.jsonl, checkpoints/)", out.display());
     Ok(())
+}
+
+/// The run's TensorBoard writer, when the recipe asks for one (rank 0).
+fn tensorboard(
+    recipe: &Recipe,
+    out: &Path,
+    ranks: &Ranks,
+) -> Result<Option<crate::tensorboard::EventWriter>> {
+    if !recipe.log.tensorboard || !ranks.leads() {
+        return Ok(None);
+    }
+    let writer = crate::tensorboard::EventWriter::create(&out.join("tensorboard"))?;
+    eprintln!("TensorBoard events: {}", writer.path().display());
+    Ok(Some(writer))
 }
 
 /// What is about to train, and how (rank 0's preamble).
@@ -480,6 +542,11 @@ fn describe(
         out.display()
     );
 
+    if !recipe.rewards.is_empty() {
+        let terms: Vec<String> =
+            recipe.rewards.iter().map(|r| format!("{} × {}", r.weight, r.name)).collect();
+        eprintln!("reward: {}", terms.join(" + "));
+    }
     if let Some(precision) = recipe.senior.dtype.filter(|&p| p != Precision::F32) {
         eprintln!(
             "the senior computes in {} with f32 weights and optimizer state (mixed precision)",
@@ -570,8 +637,15 @@ impl StepProgress {
             Some(s) => format!("  loss scale {s}"),
             None => String::new(),
         };
+        // Each term's mean when the recipe weighs more than the verifier's.
+        let terms = if m.rewards.len() > 1 {
+            let each: Vec<String> = m.rewards.iter().map(|(k, v)| format!("{k} {v:.3}")).collect();
+            format!(" ({})", each.join(", "))
+        } else {
+            String::new()
+        };
         let line = format!(
-            "step {}/{}  reward {:.3}  acc {:.3}  senior {:.2}  len {:.0}/{}  trunc {:.2}  loss {:+.4}  \
+            "step {}/{}  reward {:.3}{terms}  acc {:.3}  senior {:.2}  len {:.0}/{}  trunc {:.2}  loss {:+.4}  \
              clip {:.3}  gnorm {:.3}  lr {:.2e}  {:.1} s (rollout {:.1}, π_old {:.1}, update {:.1}), {:.0} tok/s, {:.0}% CPU{scale}{validation}",
             m.step,
             self.total,

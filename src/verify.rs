@@ -16,13 +16,17 @@ use clap::ValueEnum;
 use serde::Deserialize;
 use trlvr_verifiers::{Extraction, MathVerifier, Verdict};
 
+/// The grader, by the names `trlvr eval --grading` uses (`lenient`, `boxed`) and two
+/// dataset-specific ones.
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum Dataset {
+enum Grading {
     /// Free text on both sides: a box, `####`, a bare formula, a "final answer" phrase in
     /// several languages, the last math environment, the last number; option letters.
-    Auto,
+    #[value(alias = "auto")]
+    Lenient,
     /// The training reward: the response's last \boxed{} only, the reference whole.
-    Strict,
+    #[value(alias = "strict")]
+    Boxed,
     /// Last \boxed{}, then "the answer is", then a bare answer.
     Math,
     /// `#### N` first (in both gold and pred), then as math, then the last number.
@@ -35,9 +39,10 @@ pub struct Args {
     /// JSON lines with `gold` and `pred`; `-` for standard input.
     #[arg(long)]
     input: PathBuf,
-    /// Where answers are found.
-    #[arg(long, value_enum, default_value = "auto")]
-    dataset: Dataset,
+    /// How answers are found and compared (`--dataset auto|strict` of earlier versions
+    /// still works).
+    #[arg(long, alias = "dataset", value_enum, default_value = "lenient")]
+    grading: Grading,
 }
 
 #[derive(Deserialize)]
@@ -81,11 +86,11 @@ fn check(verifier: &MathVerifier, pair: &Pair) -> Verdict {
 
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
-    let verifier = match args.dataset {
-        Dataset::Auto => MathVerifier::grader(),
-        Dataset::Strict => MathVerifier::strict(),
-        Dataset::Math => MathVerifier::new(Extraction::Math),
-        Dataset::Gsm8k => MathVerifier::gsm8k(),
+    let verifier = match args.grading {
+        Grading::Lenient => MathVerifier::grader(),
+        Grading::Boxed => MathVerifier::strict(),
+        Grading::Math => MathVerifier::new(Extraction::Math),
+        Grading::Gsm8k => MathVerifier::gsm8k(),
     };
     let reader = crate::input::open(&args.input)?;
     let mut out = std::io::stdout().lock();

@@ -653,3 +653,99 @@ fn sft_learns_worked_solutions_and_saves_a_model_that_loads() {
     assert!(err.contains("no text field `answer`"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `trlvr plot`: two runs overlaid in every figure they have (one per reward term too),
+/// each PNG with its title, axis label and both runs' colours; none for a metric no run
+/// logged; a folder without metrics is an error naming it.
+#[test]
+fn plot_overlays_runs_with_axes_and_legends() {
+    let dir = scratch("plot");
+    for (run, slope) in [("grpo", 0.02), ("trlvr", 0.01)] {
+        std::fs::create_dir_all(dir.join(run)).unwrap();
+        let lines: Vec<String> = (1..=12)
+            .map(|step| {
+                let s = f64::from(step);
+                serde_json::json!({
+                    "step": step, "reward_mean": slope * s - 0.1, "accuracy": slope * s, "response_len_mean": 60.0 - s,
+                    "senior_share": if run == "grpo" { 1.0 } else { 0.5 }, "kl": null,
+                    "validation_pass1": if step % 4 == 0 { serde_json::json!(slope * s) } else { serde_json::Value::Null },
+                    "rewards": { "correct": slope * s, "length": -0.1 },
+                })
+                .to_string()
+            })
+            .collect();
+        std::fs::write(dir.join(run).join("metrics.jsonl"), lines.join("\n") + "\n").unwrap();
+    }
+    let out = dir.join("plots");
+    let runs = [dir.join("grpo"), dir.join("trlvr")].map(|p| p.display().to_string());
+    let (code, stdout, err) = trlvr(&["plot", &runs[0], &runs[1], "--out", out.to_str().unwrap()], "");
+    assert_eq!(code, 0, "{err}");
+    let written: Vec<&str> = stdout.lines().map(|l| l.rsplit('/').next().unwrap()).collect();
+    for png in ["reward.png", "accuracy.png", "length.png", "senior-share.png", "validation.png"] {
+        assert!(written.contains(&png), "{png} missing: {written:?}");
+    }
+    assert!(written.contains(&"reward-correct.png") && written.contains(&"reward-length.png"), "{written:?}");
+    assert!(!written.contains(&"kl.png"), "no run logged a KL: {written:?}");
+    for png in &written {
+        let image = image::open(out.join(png)).unwrap().to_rgb8();
+        assert_eq!(image.dimensions(), (760, 460), "{png}");
+        let count =
+            |keep: &dyn Fn(&image::Rgb<u8>) -> bool, xs: std::ops::Range<u32>, ys: std::ops::Range<u32>| {
+                xs.flat_map(|x| ys.clone().map(move |y| (x, y)))
+                    .filter(|&(x, y)| keep(image.get_pixel(x, y)))
+                    .count()
+            };
+        let dark = |p: &image::Rgb<u8>| p.0.iter().all(|&c| c < 100);
+        assert!(count(&dark, 0..40, 60..400) > 50, "{png}: no y-axis label");
+        assert!(count(&dark, 100..660, 0..30) > 100, "{png}: no title");
+        // Both runs' lines (and legend swatches) in the palette's first two colours.
+        for colour in [[214u8, 39, 40], [31, 119, 180]] {
+            let near = |p: &image::Rgb<u8>| p.0.iter().zip(colour).all(|(&a, b)| a.abs_diff(b) < 40);
+            assert!(count(&near, 0..760, 0..460) > 30, "{png}: no line in {colour:?}");
+        }
+    }
+    let (code, _, err) = trlvr(&["plot", dir.join("nothing-here").to_str().unwrap()], "");
+    assert_ne!(code, 0);
+    assert!(err.contains("nothing-here/metrics.jsonl"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One name per concept on the command line (the recipe's where one exists), the earlier
+/// spellings still accepted; `trlvr --help` lists the commands in the order of the work.
+#[test]
+fn one_name_per_concept_and_old_spellings_still_work() {
+    let (code, help, err) = trlvr(&["--help"], "");
+    assert_eq!(code, 0, "{err}");
+    let order = [
+        "demo", "data", "sft", "train", "plot", "eval", "compare", "study", "generate", "tandem", "handoff",
+        "score", "verify", "plugins",
+    ];
+    let at: Vec<usize> = order
+        .iter()
+        .map(|c| help.find(&format!("\n  {c} ")).unwrap_or_else(|| panic!("{c}: {help}")))
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{help}");
+    // The grader has eval's names in verify too, and the old ones give the same verdicts.
+    let line = r#"{"gold": 99, "pred": "so 99"}"#;
+    for (new, old) in [("boxed", "strict"), ("lenient", "auto")] {
+        let (code, a, err) = trlvr(&["verify", "--input", "-", "--grading", new], line);
+        assert_eq!(code, 0, "{err}");
+        let (_, b, _) = trlvr(&["verify", "--input", "-", "--dataset", old], line);
+        assert_eq!(a, b, "{new} and {old}");
+    }
+    let (_, help, _) = trlvr(&["verify", "--help"], "");
+    assert!(help.contains("--grading") && !help.contains("--dataset <"), "{help}");
+    // `p_senior` as in recipes; `--p-sen` the same.
+    let text = "a b c d e f";
+    let (code, a, err) = trlvr(&["handoff", "--text", text, "--json", "--p-senior", "1"], "");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(a, trlvr(&["handoff", "--text", text, "--json", "--p-sen", "1"], "").1);
+    for (command, new, old) in [
+        ("tandem", "--group-size", "--group"),
+        ("score", "--batch-size", "--batch"),
+        ("eval", "--batch-size", "--batch"),
+    ] {
+        let (_, help, _) = trlvr(&[command, "--help"], "");
+        assert!(help.contains(new) && !help.contains(&format!("{old} ")), "{command}: {help}");
+    }
+}

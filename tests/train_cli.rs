@@ -273,6 +273,69 @@ fn a_partner_plugin_named_in_the_recipe_plays_the_junior() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Three reward terms: the verifier's, the built-in length cost and a plugin the recipe
+/// loads (`boxed-once`); each step logs each term's mean, and the reward is their weighted
+/// sum. An unknown reward is named with the known ones.
+#[test]
+fn reward_terms_from_the_recipe_are_summed_and_each_logged() {
+    let dir = temp("rewards");
+    let model = tiny_model(&dir);
+    let plain = std::fs::read_to_string(recipe(&dir, &model, "grpo", 2)).unwrap();
+    // The cdylib cargo built for this test binary (a dev-dependency), beside it in deps/.
+    let deps = std::env::current_exe().unwrap().parent().unwrap().to_path_buf();
+    let (prefix, suffix) = (std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
+    let library = dir.join(format!("{prefix}trlvr_format_reward{suffix}"));
+    std::fs::copy(deps.join(format!("{prefix}trlvr_format_reward{suffix}")), &library).unwrap();
+    let run = |name: &str, head: &str, tail: &str, trust: bool| {
+        let path = dir.join(format!("{name}.toml"));
+        std::fs::write(&path, format!("{head}{plain}{tail}")).unwrap();
+        let out = dir.join(name);
+        let mut args = vec!["train", "--config", path.to_str().unwrap(), "--out", out.to_str().unwrap()];
+        if trust {
+            args.push("--trust-plugins");
+        }
+        let (code, text) = trlvr(&args);
+        (code, text, out)
+    };
+    let plugins = format!("plugins = [\"{}\"]\n", library.display());
+    let terms = "\n[[rewards]]\nname = \"correct\"\n\n[[rewards]]\nname = \"length\"\nweight = 0.5\n\n\
+                 [[rewards]]\nname = \"boxed-once\"\nweight = 0.25\n";
+    // A recipe's libraries load only with the command line's consent.
+    let (code, text, out) = run("untrusted", &plugins, terms, false);
+    assert_ne!(code, 0);
+    assert!(text.contains("--trust-plugins") && text.contains("trlvr_format_reward"), "{text}");
+    assert!(!out.exists(), "refused before the run directory is made");
+    let (code, text, out) = run("three", &plugins, terms, true);
+    assert_eq!(code, 0, "{text}");
+    assert!(out.join("plugins.json").exists(), "the run records its plugins' hashes");
+    assert!(text.contains("reward: 1 × correct + 0.5 × length + 0.25 × boxed-once"), "{text}");
+    let metrics = lines(&out.join("metrics.jsonl"));
+    assert_eq!(metrics.len(), 2);
+    for m in &metrics {
+        let term = |k: &str| m["rewards"][k].as_f64().unwrap_or_else(|| panic!("no {k} in {m}"));
+        // Solo rollouts stay within the cap of 6 tokens: the cost is the mean length over 6.
+        assert!((term("length") + m["response_len_mean"].as_f64().unwrap() / 6.0).abs() < 1e-6, "{m}");
+        assert!(term("length") < 0.0, "every response has tokens: {m}");
+        assert!((term("correct") - m["accuracy"].as_f64().unwrap()).abs() < 1e-9, "{m}");
+        assert!((0.0..=1.0).contains(&term("boxed-once")), "{m}");
+        let sum = term("correct") + 0.5 * term("length") + 0.25 * term("boxed-once");
+        assert!((m["reward_mean"].as_f64().unwrap() - sum).abs() < 1e-6, "{m}");
+    }
+
+    // Resumed, the run loads the very libraries it started with.
+    let mut bytes = std::fs::read(&library).unwrap();
+    bytes.push(0);
+    std::fs::write(&library, bytes).unwrap();
+    let (code, text) = trlvr(&["train", "--resume", out.to_str().unwrap(), "--trust-plugins"]);
+    assert_ne!(code, 0);
+    assert!(text.contains("changed since the run started"), "{text}");
+
+    let (code, text, _) = run("unknown", "", terms, false);
+    assert_ne!(code, 0);
+    assert!(text.contains("no reward named \"boxed-once\"") && text.contains("correct, length"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A soak test: each arm, two mini-batches a step (π_old from the rollouts in the second;
 /// KL-Reg's reference log-probs in the loss), killed `TRLVR_SOAK_KILLS` times (default 5;
 /// CI runs 10) at random moments within 4 minutes, then resumed to the end.

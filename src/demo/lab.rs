@@ -348,7 +348,7 @@ fn probe_line(
 /// The mean over training steps of the share of senior tokens at k3's clamp, from a run's
 /// metrics (KL-Reg runs only).
 pub fn clamped_share(dir: &Path) -> Option<f64> {
-    let text = std::fs::read_to_string(dir.join("metrics.jsonl")).ok()?;
+    let text = trlvr::lines::read_text(&dir.join("metrics.jsonl")).ok()?;
     let shares: Vec<f64> = text
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())

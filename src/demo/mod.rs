@@ -275,7 +275,7 @@ fn metrics(arms: &[DemoArm], runs: &std::path::Path) -> Vec<(String, Vec<Vec<Val
                 .iter()
                 .map(|seed| {
                     let path = runs.join(format!("{}-seed{seed}", a.name)).join("metrics.jsonl");
-                    let text = std::fs::read_to_string(&path).unwrap_or_default();
+                    let text = trlvr::lines::read_text(&path).unwrap_or_default();
                     text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
                 })
                 .collect();

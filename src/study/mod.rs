@@ -56,6 +56,10 @@ pub struct Args {
     /// Check the study file and print the plan (what is done, what would run), then stop.
     #[arg(long)]
     plan: bool,
+    /// Load the plugin libraries the study's recipes list (their code runs in this
+    /// process; without it such a study is refused).
+    #[arg(long)]
+    trust_plugins: bool,
 }
 
 /// Runs the command.
@@ -74,7 +78,8 @@ fn study(args: &Args, ranks: &Ranks) -> Result<()> {
     let warmups = out.join("warmups");
     let study = Study::read(&args.config, &warmups)?;
     let design = design(&study);
-    let lab = recipes::Recipes::new(&study, &warmups);
+    let trained: Vec<_> = design.arms.iter().filter(|a| a.trained).flat_map(|a| a.runs()).collect();
+    let lab = recipes::Recipes::new(&study, &warmups).trusting_plugins(args.trust_plugins, &trained)?;
     if args.plan {
         return print_plan(&study, &design, &out, &lab);
     }
@@ -338,7 +343,7 @@ fn curves(design: &Design, plan: &trlvr::study::Plan, key: &str) -> Vec<plots::A
                 .iter()
                 .map(|k| {
                     let text =
-                        std::fs::read_to_string(plan.run_dir(k).join("metrics.jsonl")).unwrap_or_default();
+                        trlvr::lines::read_text(&plan.run_dir(k).join("metrics.jsonl")).unwrap_or_default();
                     text.lines()
                         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
                         .filter_map(|v| Some((v["step"].as_f64()?, v[key].as_f64()?)))

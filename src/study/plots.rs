@@ -147,7 +147,7 @@ pub fn lines(dir: &Path, file: &str, axes: Axes<'_>, arms: &[ArmCurves]) -> Resu
         chart
             .draw_series(LineSeries::new(points.iter().copied().filter(|p| p.1.is_finite()), style))
             .map_err(err)?
-            .label(format!("{arm} (mean of {seeds} seeds)"))
+            .label(if *seeds == 1 { (*arm).to_string() } else { format!("{arm} (mean of {seeds} seeds)") })
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
     }
     chart

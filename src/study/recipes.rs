@@ -27,6 +27,8 @@ pub struct Recipes<'a> {
     warmups: PathBuf,
     /// Model fingerprints by path: a model's files are hashed once.
     models: Mutex<HashMap<String, String>>,
+    /// The command line agreed to load the recipes' plugin libraries.
+    trust_plugins: bool,
 }
 
 impl std::fmt::Debug for Recipes<'_> {
@@ -38,7 +40,26 @@ impl std::fmt::Debug for Recipes<'_> {
 impl<'a> Recipes<'a> {
     /// The lab of `study`, whose warm-ups are under `warmups`.
     pub fn new(study: &'a Study, warmups: &Path) -> Self {
-        Self { study, warmups: warmups.to_path_buf(), models: Mutex::new(HashMap::new()) }
+        Self {
+            study,
+            warmups: warmups.to_path_buf(),
+            models: Mutex::new(HashMap::new()),
+            trust_plugins: false,
+        }
+    }
+
+    /// Loads the plugin libraries the recipes list when `trusted` (`--trust-plugins`);
+    /// otherwise a recipe that lists any is refused before anything runs.
+    ///
+    /// # Errors
+    /// Untrusted plugins, naming them.
+    pub fn trusting_plugins(mut self, trusted: bool, runs: &[RunKey]) -> Result<Self> {
+        self.trust_plugins = trusted;
+        for run in runs {
+            let recipe = self.recipe(run)?;
+            crate::plugins::consent(&recipe.plugins, trusted, &format!("the recipe of run {run}"))?;
+        }
+        Ok(self)
     }
 
     fn arm(&self, run: &RunKey) -> Result<&ArmPlan> {
@@ -115,7 +136,9 @@ impl Lab for Recipes<'_> {
         let recipe = self.recipe(run)?;
         // A begun run (its recipe written) resumes from its last good checkpoint.
         let resume = dir.join("config.toml").exists();
-        crate::train::train_run(recipe.clone(), dir, resume, false, Some(&run.folder()), ranks)?;
+        let start =
+            crate::train::Start { resume, accept_unchecked: false, trust_plugins: self.trust_plugins };
+        crate::train::train_run(recipe.clone(), dir, start, Some(&run.folder()), ranks)?;
         // Rank 0 writes the metrics, and the run's record.
         if ranks.leads() { cost(dir, &recipe) } else { Ok(Cost::default()) }
     }
@@ -170,7 +193,7 @@ impl Lab for Recipes<'_> {
 /// A trained run's cost, from its metrics (every line, across restarts).
 fn cost(dir: &Path, recipe: &Recipe) -> Result<Cost> {
     let path = dir.join("metrics.jsonl");
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text = trlvr::lines::read_text(&path).with_context(|| format!("reading {}", path.display()))?;
     let mut cost = Cost::default();
     for (i, line) in text.lines().enumerate() {
         let m: StepMetrics =

@@ -137,7 +137,7 @@ impl Dataset {
         let (q_default, a_default) = spec.layout.fields();
         let q_field = spec.question_field.as_deref().unwrap_or(q_default);
         let a_field = spec.answer_field.as_deref().unwrap_or(a_default);
-        let text = std::fs::read_to_string(&spec.path)
+        let text = crate::lines::read_text(&spec.path)
             .map_err(|e| data_error(&spec.path, None, format!("cannot read: {e}")))?;
         let mut problems = Vec::new();
         for (i, raw) in text.lines().enumerate() {
@@ -307,6 +307,14 @@ mod tests {
         assert!(err.contains("line 2") && err.contains("not JSON"), "{err}");
         let err = Dataset::load(&DataSpec::new("/no/such/file.jsonl", Layout::Math)).unwrap_err().to_string();
         assert!(err.contains("/no/such/file.jsonl"), "{err}");
+        // A line past the bound is refused by number, not read into memory whole.
+        let long = format!(
+            "{{\"problem\": \"a\", \"answer\": \"1\"}}\n{}\n",
+            "x".repeat(crate::lines::MAX_LINE_BYTES + 1)
+        );
+        let err =
+            Dataset::load(&DataSpec::new(write("long", &long), Layout::DeepScaleR)).unwrap_err().to_string();
+        assert!(err.contains("d.jsonl") && err.contains("line 2 is longer than"), "{err}");
     }
 
     #[test]
@@ -331,13 +339,11 @@ mod tests {
             user_message(DEFAULT_TEMPLATE, "What is 2 + 3?"),
             format!("What is 2 + 3? {METHOD_SUFFIX}")
         );
-        // Against the research notes themselves, where they sit beside the repository.
-        let notes = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/docs/method.md");
-        if let Ok(text) = std::fs::read_to_string(notes) {
-            let quoted: Vec<&str> =
-                text.split('`').filter(|s| s.starts_with("Solve the following")).collect();
-            assert_eq!(quoted, [METHOD_SUFFIX], "method.md's suffix");
-        }
+        // Against the repository's statement of the method.
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/method.md")).unwrap();
+        let quoted: Vec<&str> = text.split('`').filter(|s| s.starts_with("Solve the following")).collect();
+        assert_eq!(quoted, [METHOD_SUFFIX], "method.md's suffix");
     }
 
     #[test]

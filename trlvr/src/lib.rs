@@ -80,10 +80,12 @@ pub mod data;
 pub mod device;
 mod error;
 pub mod eval;
+pub mod lines;
 pub mod mask;
 pub mod model;
 pub mod objective;
 pub mod plugin;
+pub mod reward;
 pub mod rollout;
 pub mod schedule;
 pub mod study;
@@ -113,6 +115,7 @@ pub mod prelude {
     pub use crate::objective::{
         Aggregation, Grpo, GrpoConfig, KlEstimator, Objective, ObjectiveBatch, ObjectiveOutput,
     };
+    pub use crate::reward::{RewardFunction, RewardInput, Rewards};
     pub use crate::rollout::{CatchUp, Progress, Rollout, RolloutConfig, RolloutEngine, Sampling};
     pub use crate::schedule::{
         Finish, Handoff, HandoffSchedule, HandoffState, Next, Solo, StepAlternation, TokenBernoulli,

@@ -56,7 +56,7 @@ impl Default for Config {
 trlvr::register!(
     Objective,
     "junior-kl",
-    "GRPO + beta * token-mean k3 (or k3+) KL(pi_theta || pi_junior) (method.md 4)",
+    "GRPO + beta * token-mean k3 (or k3+) KL(pi_theta || pi_junior) (method.md §4)",
     |value| {
         let config: Config = trlvr::plugin::config(value)?;
         Ok(Box::new(JuniorKl::new(config.grpo, config.beta)?.with_estimator(config.kl)))

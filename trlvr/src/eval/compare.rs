@@ -135,7 +135,7 @@ impl Run {
     pub fn read(path: &Path) -> Result<Self> {
         let path = if path.is_dir() { path.join("eval.json") } else { path.to_path_buf() };
         let fail = |message: String| Error::Data { path: path.clone(), line: None, message };
-        let text = std::fs::read_to_string(&path).map_err(|e| fail(format!("cannot read: {e}")))?;
+        let text = crate::lines::read_text(&path).map_err(|e| fail(format!("cannot read: {e}")))?;
         let json: Value = serde_json::from_str(&text).map_err(|e| fail(format!("not JSON: {e}")))?;
         let report = Report::deserialize(&json)
             .map_err(|e| fail(format!("not an evaluation report (eval.json): {e}")))?;

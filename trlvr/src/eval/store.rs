@@ -113,7 +113,7 @@ impl SampleStore {
         let path = path.to_path_buf();
         let fail = |line: Option<usize>, message: String| Error::Data { path: path.clone(), line, message };
         let mut store = Self { path: Some(path.clone()), records: HashMap::new() };
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::lines::read_text(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(fail(None, format!("cannot read: {e}"))),

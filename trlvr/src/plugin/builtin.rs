@@ -1,5 +1,6 @@
-//! trlvr's own registrations: the GRPO objective and the four shipped schedules, under
-//! the names recipes and the command line use.
+//! trlvr's own registrations: the GRPO objective, the four shipped schedules and two
+//! rewards (the verifier's and a length cost), under the names recipes and the command
+//! line use.
 
 use super::{config, schedule_from_config};
 use crate::objective::{Grpo, GrpoConfig};
@@ -34,4 +35,16 @@ crate::register!(
     "step",
     "paragraph alternation for evaluation (first, max_rounds)",
     schedule_from_config::<StepAlternation>
+);
+crate::register!(
+    Reward,
+    "correct",
+    "the task's verifier: 1 for a right final answer, 0 otherwise (the paper's reward)",
+    |_| Ok(Box::new(crate::reward::Correct))
+);
+crate::register!(
+    Reward,
+    "length",
+    "-(tokens beyond `free`) / (cap - free), in [-1, 0] ({\"free\": 0, \"senior_only\": false})",
+    |v| Ok(Box::new(config::<crate::reward::LengthCost>(v)?))
 );

@@ -179,7 +179,8 @@ fn check_runtime(
     declaration: &PluginDeclaration,
     handed: &[&'static Registration],
 ) -> Result<()> {
-    let Some(r) = handed.iter().find(|r| !matches!(r.factory, Factory::Schedule(_))) else {
+    let Some(r) = handed.iter().find(|r| !matches!(r.factory, Factory::Schedule(_) | Factory::Reward(_)))
+    else {
         return Ok(());
     };
     let theirs = text(declaration.build_id);

@@ -1,4 +1,4 @@
-//! Plugins: named objectives, handoff schedules and partners, registered statically
+//! Plugins: named objectives, handoff schedules, partners and rewards, registered statically
 //! (any crate linked into the program) or loaded at run time from a `cdylib`.
 //!
 //! A plugin crate declares each item once with [`register!`](crate::register) (a
@@ -10,7 +10,8 @@
 //! compiler and trlvr version before touching anything else, then
 //! lets the plugin hand over its own registrations.
 //!
-//! Handoff schedules load from any library built by the same compiler and trlvr version.
+//! Handoff schedules and rewards load from any library built by the same compiler and
+//! trlvr version.
 //! Objectives and partners run tensor ops, so they must share the host's trlvr and Burn
 //! runtime (one autodiff graph, one set of devices): the host is built with `--features
 //! dynamic` (trlvr linked from the shared library `trlvr-dylib`) and the plugin links the
@@ -51,6 +52,7 @@ use crate::model::{Feed, Partner, Session};
 use crate::objective::Objective;
 use crate::objective::portable::PortableKind;
 use crate::objective::{ObjectiveBatch, ObjectiveOutput};
+use crate::reward::{RewardFunction, RewardInput};
 use crate::schedule::{HandoffSchedule, HandoffState};
 use crate::token::TokenBatch;
 use crate::{Error, Result};
@@ -58,6 +60,8 @@ use crate::{Error, Result};
 pub type ObjectiveFactory = fn(&Value) -> Result<Box<dyn Objective>>;
 /// Makes a handoff schedule from its JSON config.
 pub type ScheduleFactory = fn(&Value) -> Result<Box<dyn HandoffSchedule>>;
+/// Makes a reward term from its JSON config.
+pub type RewardFactory = fn(&Value) -> Result<Box<dyn RewardFunction>>;
 /// Makes a partner from its JSON config, with what the host lends it.
 pub type PartnerFactory = fn(&Value, &PartnerHost<'_>) -> Result<Box<dyn Partner>>;
 
@@ -104,15 +108,18 @@ pub enum Factory {
     Schedule(ScheduleFactory),
     /// A [`Partner`].
     Partner(PartnerFactory),
+    /// A [`RewardFunction`].
+    Reward(RewardFactory),
 }
 
 impl Factory {
-    /// `objective`, `schedule` or `partner`.
+    /// `objective`, `schedule`, `partner` or `reward`.
     pub fn kind(&self) -> &'static str {
         match self {
             Factory::Objective(_) => "objective",
             Factory::Schedule(_) => "schedule",
             Factory::Partner(_) => "partner",
+            Factory::Reward(_) => "reward",
         }
     }
 }
@@ -135,8 +142,8 @@ pub struct Registration {
 
 inventory::collect!(Registration);
 
-/// Registers one named item of the calling crate: `kind` is `Objective`, `Schedule` or
-/// `Partner`, `factory` a function of that kind's [`Factory`] type. Linked into a program
+/// Registers one named item of the calling crate: `kind` is `Objective`, `Schedule`,
+/// `Partner` or `Reward`, `factory` a function of that kind's [`Factory`] type. Linked into a program
 /// the item is in [`Registry::with_linked`]; built as a `cdylib` with
 /// [`export_plugin!`](crate::export_plugin), it is handed over when loaded.
 ///
@@ -209,7 +216,7 @@ pub enum Origin {
 /// One item of [`Registry::list`].
 #[derive(Debug, Clone)]
 pub struct Listing {
-    /// `objective`, `schedule` or `partner`.
+    /// `objective`, `schedule`, `partner` or `reward`.
     pub kind: &'static str,
     /// Its registered name.
     pub name: &'static str,
@@ -231,7 +238,7 @@ struct Entry {
     library: Option<Arc<libloading::Library>>,
 }
 
-/// Named objectives, schedules and partners, static and loaded.
+/// Named objectives, schedules, partners and rewards, static and loaded.
 #[derive(Debug, Default)]
 pub struct Registry {
     entries: BTreeMap<(&'static str, &'static str), Entry>,
@@ -359,6 +366,16 @@ impl Registry {
         Ok(Plugged { inner: make(config)?, _library: entry.library.clone() })
     }
 
+    /// Makes the reward term `name` from `config`.
+    ///
+    /// # Errors
+    /// As [`Registry::objective`].
+    pub fn reward(&self, name: &str, config: &Value) -> Result<Plugged<dyn RewardFunction>> {
+        let entry = self.entry("reward", name)?;
+        let Factory::Reward(make) = entry.registration.factory else { unreachable!("keyed by kind") };
+        Ok(Plugged { inner: make(config)?, _library: entry.library.clone() })
+    }
+
     /// Makes the partner `name` from `config` on `device`.
     ///
     /// # Errors
@@ -415,6 +432,15 @@ impl HandoffSchedule for Plugged<dyn HandoffSchedule> {
     }
     fn validate(&self) -> Result<()> {
         self.inner.validate()
+    }
+}
+
+impl RewardFunction for Plugged<dyn RewardFunction> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn score(&self, input: &RewardInput<'_>) -> f32 {
+        self.inner.score(input)
     }
 }
 

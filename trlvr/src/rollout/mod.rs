@@ -152,9 +152,14 @@ pub struct Rollout {
 }
 
 impl Rollout {
+    /// Response tokens the senior wrote.
+    pub fn senior_tokens(&self) -> usize {
+        self.owners.iter().filter(|&&o| o == Owner::Senior).count()
+    }
+
     /// Fraction of tokens written by the senior (0 for an empty response).
     pub fn senior_share(&self) -> f64 {
-        let senior = self.owners.iter().filter(|&&o| o == Owner::Senior).count();
+        let senior = self.senior_tokens();
         senior as f64 / self.owners.len().max(1) as f64
     }
 }

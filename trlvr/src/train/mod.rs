@@ -86,6 +86,7 @@ use crate::advantage::advantages;
 use crate::collective::{Collective, Shard, Single, agree, weights_fingerprint};
 use crate::model::{Partner, Policy};
 use crate::objective::Objective;
+use crate::reward::{RewardInput, Rewards, Scored};
 use crate::rollout::{Progress, Rollout, RolloutConfig, RolloutEngine, streams};
 use crate::schedule::{HandoffSchedule, Solo};
 use crate::token::{Owner, TokenId};
@@ -204,8 +205,11 @@ pub struct StepMetrics {
     pub step: usize,
     /// Passes over the training set started so far (1-based).
     pub epoch: usize,
-    /// Mean reward of the step's rollouts.
+    /// Mean reward of the step's rollouts (the weighted sum of the reward terms).
     pub reward_mean: f64,
+    /// Each reward term's mean, unweighted, by name (`correct`, and any the recipe adds).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub rewards: std::collections::BTreeMap<String, f64>,
     /// Fraction of rollouts judged correct.
     pub accuracy: f64,
     /// Fraction of response tokens the senior wrote.
@@ -351,6 +355,7 @@ pub struct Trainer<'a, P: Policy> {
     schedule: &'a dyn HandoffSchedule,
     objective: &'a dyn Objective,
     task: Task<'a>,
+    rewards: Rewards,
     optimizer: ModuleOptimizer,
     state: TrainState,
     export: Option<Exporter<'a, P>>,
@@ -421,6 +426,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
             schedule,
             objective,
             task,
+            rewards: Rewards::correct(),
             optimizer,
             state: TrainState { loss_scale, ..TrainState::default() },
             export: None,
@@ -457,6 +463,14 @@ impl<'a, P: Policy> Trainer<'a, P> {
     /// The ranks this trainer is one of ([`Single`] unless [`Trainer::with_collective`]).
     pub fn collective(&self) -> &dyn Collective {
         self.collective
+    }
+
+    /// Rewards rollouts with these weighted terms instead of the verifier's reward alone
+    /// ([`crate::reward`]).
+    #[must_use]
+    pub fn with_rewards(mut self, rewards: Rewards) -> Self {
+        self.rewards = rewards;
+        self
     }
 
     /// Also writes each checkpoint's weights with `export` (e.g. Hugging Face safetensors).
@@ -515,17 +529,35 @@ impl<'a, P: Policy> Trainer<'a, P> {
         let copy = rollout_copy(self.senior())?;
         let rollouts = RolloutEngine::new(&copy, self.junior, self.task.classes, rollout_config(&c, step))?
             .generate_streams(&prompts, &prompt_streams, self.schedule, on_rollout)?;
-        // 3. rewards
+        // 3. rewards: the verifier's verdict, then the weighted terms
         let texts: Vec<String> =
             rollouts.iter().map(|r| self.task.text.text(&r.tokens)).collect::<Result<_>>()?;
-        let rewards: Vec<_> = rollouts
+        let verdicts: Vec<_> = rollouts
             .iter()
             .zip(&texts)
             .map(|(r, text)| self.task.verifier.verify(text, reference(r)))
             .collect();
+        let scored: Vec<Scored> = rollouts
+            .iter()
+            .zip(&texts)
+            .zip(&verdicts)
+            .map(|((r, text), verdict)| {
+                self.rewards.score(&RewardInput {
+                    text,
+                    reference: reference(r),
+                    verdict,
+                    tokens: r.tokens.len(),
+                    senior_tokens: r.senior_tokens(),
+                    max_new_tokens: c.max_new_tokens,
+                    truncated: r.finish == crate::schedule::Finish::Length,
+                })
+            })
+            .collect::<Result<_>>()?;
         // Every rank learns every row's reward and counts: advantages (a batch-wide
         // normalisation too) and the loss denominators are the single process's.
-        let rows = RowTable::gather(ranks, &shard, c.prompts_per_step * c.group_size, &rollouts, &rewards)?;
+        let total_rows = c.prompts_per_step * c.group_size;
+        let n_terms = self.rewards.names().len();
+        let rows = RowTable::gather(ranks, &shard, total_rows, &rollouts, &verdicts, (&scored, n_terms))?;
         let time_rollout = start.elapsed().as_secs_f64();
         let cpu_rollout = cpu_start.elapsed();
         // 4. advantages
@@ -568,7 +600,7 @@ impl<'a, P: Policy> Trainer<'a, P> {
         let clock = StepClock { start, cpu_start, rollout_s: time_rollout, cpu_rollout };
         let metrics = self.metrics(&c, step, &rows, report, lr, &clock);
         let references: Vec<&String> = rollouts.iter().map(reference).collect();
-        let samples = self.samples(&c, step, &rollouts, &rewards, &references)?;
+        let samples = self.samples(&c, step, &rollouts, &verdicts, &scored, &references)?;
         Ok(StepOutput { metrics, samples })
     }
 
@@ -593,6 +625,13 @@ impl<'a, P: Policy> Trainer<'a, P> {
             step: step + 1,
             epoch: step * c.prompts_per_step / self.task.train.len() + 1,
             reward_mean: rows.rewards.iter().map(|&v| f64::from(v)).sum::<f64>() / n,
+            rewards: self
+                .rewards
+                .names()
+                .into_iter()
+                .zip(&rows.terms)
+                .map(|(k, v)| (k, v.iter().sum::<f64>() / n))
+                .collect(),
             accuracy: rows.correct.iter().filter(|&&c| c).count() as f64 / n,
             senior_share: senior_tokens as f64 / tokens.max(1) as f64,
             response_len_mean: tokens as f64 / n,
@@ -633,20 +672,21 @@ impl<'a, P: Policy> Trainer<'a, P> {
         c: &TrainConfig,
         step: usize,
         rollouts: &[Rollout],
-        rewards: &[crate::verifier::Reward],
+        verdicts: &[crate::verifier::Reward],
+        scored: &[Scored],
         references: &[&String],
     ) -> Result<Vec<StepSample>> {
         rollouts
             .iter()
-            .zip(rewards)
+            .zip(verdicts.iter().zip(scored))
             .zip(references)
             .take(c.samples_per_step)
-            .map(|((r, reward), reference)| {
+            .map(|((r, (verdict, scored)), reference)| {
                 Ok(StepSample {
                     step: step + 1,
                     reference: (*reference).clone(),
-                    reward: reward.value,
-                    reason: reward.reason.clone(),
+                    reward: scored.total,
+                    reason: verdict.reason.clone(),
                     text: marked_text(r, self.task.text)?,
                 })
             })
@@ -770,7 +810,6 @@ fn mix(a: u64, b: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Per-row figures of a step's rollouts on every rank, in the step's row order.
 /// Wall and process-CPU time of a step, split where its rollouts end.
 struct StepClock {
     start: Instant,
@@ -779,10 +818,13 @@ struct StepClock {
     cpu_rollout: std::time::Duration,
 }
 
+/// Per-row figures of a step's rollouts on every rank, in the step's row order.
 struct RowTable {
     /// The table's size in bytes.
     bytes: usize,
     rewards: Vec<f32>,
+    /// Each reward term's value per row.
+    terms: Vec<Vec<f64>>,
     correct: Vec<bool>,
     lengths: Vec<usize>,
     senior_tokens: Vec<usize>,
@@ -797,27 +839,34 @@ impl RowTable {
         shard: &Shard,
         total_rows: usize,
         rollouts: &[Rollout],
-        rewards: &[crate::verifier::Reward],
+        verdicts: &[crate::verifier::Reward],
+        (scored, n_terms): (&[Scored], usize),
     ) -> Result<Self> {
-        const COLUMNS: usize = 5;
         if rollouts.len() != shard.rows.len() {
             return Err(Error::Shape(format!("{} rollouts for {} rows", rollouts.len(), shard.rows.len())));
         }
-        let mut table = vec![0.0f64; total_rows * COLUMNS];
-        for ((r, reward), &g) in rollouts.iter().zip(rewards).zip(&shard.rows) {
-            let senior = r.owners.iter().filter(|&&o| o == Owner::Senior).count();
-            table[g * COLUMNS..(g + 1) * COLUMNS].copy_from_slice(&[
-                f64::from(reward.value),
-                f64::from(u8::from(reward.correct)),
+        // Every rank's table has the same columns, whatever rows it holds.
+        let columns = 5 + n_terms;
+        let mut table = vec![0.0f64; total_rows * columns];
+        for (((r, verdict), scored), &g) in rollouts.iter().zip(verdicts).zip(scored).zip(&shard.rows) {
+            let senior = r.senior_tokens();
+            let row = &mut table[g * columns..(g + 1) * columns];
+            row[..5].copy_from_slice(&[
+                f64::from(scored.total),
+                f64::from(u8::from(verdict.correct)),
                 r.tokens.len() as f64,
                 senior as f64,
                 f64::from(u8::from(r.finish == crate::schedule::Finish::Length)),
             ]);
+            for (cell, &v) in row[5..].iter_mut().zip(&scored.terms) {
+                *cell = f64::from(v);
+            }
         }
         ranks.sum_f64(&mut table)?;
-        let column = |k: usize| table.chunks(COLUMNS).map(move |row| row[k]);
+        let column = |k: usize| table.chunks(columns).map(move |row| row[k]);
         Ok(Self {
             bytes: 8 * table.len(),
+            terms: (0..n_terms).map(|t| column(5 + t).collect()).collect(),
             rewards: column(0).map(|v| v as f32).collect(),
             correct: column(1).map(|v| v > 0.0).collect(),
             lengths: column(2).map(|v| v as usize).collect(),

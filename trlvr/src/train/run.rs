@@ -157,7 +157,7 @@ impl RunDir {
             if !path.exists() {
                 continue;
             }
-            let text = std::fs::read_to_string(&path).map_err(|e| io(&path, e))?;
+            let text = crate::lines::read_text(&path).map_err(|e| io(&path, e))?;
             let kept = kept_lines(&path, &text, step)?;
             let tmp = path.with_extension("jsonl.tmp");
             std::fs::write(&tmp, kept).map_err(|e| io(&tmp, e))?;

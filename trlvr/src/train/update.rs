@@ -278,7 +278,6 @@ fn plan(c: &TrainConfig, objective: &dyn Objective, inputs: &Inputs<'_>, lanes: 
     let carries = |tokens: usize, advantage: f32| tokens > 0 && !(skip_zero && advantage == 0.0);
     let all_rows = c.mini_batch_prompts * c.group_size;
     let my_rows = all_rows / global.collective.size();
-    let senior_tokens = |r: &Rollout| r.owners.iter().filter(|&&o| o == Owner::Senior).count();
     (0..inputs.rollouts.len())
         .step_by(my_rows)
         .enumerate()
@@ -291,7 +290,7 @@ fn plan(c: &TrainConfig, objective: &dyn Objective, inputs: &Inputs<'_>, lanes: 
             };
             let carrying = all.filter(|&g| carries(global.senior_tokens[g], global.advantages[g])).count();
             let kept: Vec<usize> = (first..(first + my_rows).min(inputs.rollouts.len()))
-                .filter(|&i| carries(senior_tokens(&inputs.rollouts[i]), inputs.advantages[i]))
+                .filter(|&i| carries(inputs.rollouts[i].senior_tokens(), inputs.advantages[i]))
                 .collect();
             let micros = parts(&kept, c.micro_batch_rows, lanes)
                 .into_iter()
@@ -454,12 +453,7 @@ fn mini_batch_grads<P: Policy>(
             let (grads, micro_metrics) = result?;
             // Metrics are weighted by the micro-batch's senior tokens, counted here: an
             // objective need not report them (one that does not would otherwise zero them).
-            let tokens = micro
-                .rows
-                .iter()
-                .flat_map(|&i| &inputs.rollouts[i].owners)
-                .filter(|&&o| o == Owner::Senior)
-                .count() as f64;
+            let tokens = micro.rows.iter().map(|&i| inputs.rollouts[i].senior_tokens()).sum::<usize>() as f64;
             for (key, value) in micro_metrics.iter().filter(|(key, _)| *key != "senior_tokens") {
                 let weighted = if key == "loss" { *value } else { value * tokens };
                 *metrics.entry(key.clone()).or_default() += weighted;
