@@ -11,7 +11,7 @@ const LAUNCHER_SIZE: [&str; 2] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"];
 /// This process's place among the ranks of the job.
 pub struct Ranks {
     #[cfg(feature = "mpi")]
-    mpi: Option<trlvr::collective::Mpi>,
+    mpi: Option<trlvr::collective::mpi::Mpi>,
 }
 
 impl std::fmt::Debug for Ranks {
@@ -39,7 +39,7 @@ impl Ranks {
         let size = launched_size();
         #[cfg(feature = "mpi")]
         {
-            let mpi = if size > 1 { Some(trlvr::collective::Mpi::init()?) } else { None };
+            let mpi = if size > 1 { Some(trlvr::collective::mpi::Mpi::init()?) } else { None };
             let ranks = Self { mpi };
             ranks.abort_on_panic();
             Ok(ranks)
@@ -66,6 +66,16 @@ impl Ranks {
         &Single
     }
 
+    /// How long a rank waits in one collective for the others before it ends the job
+    /// (`trlvr::collective::mpi::Mpi`'s watchdog; nothing with one process).
+    #[cfg_attr(not(feature = "mpi"), allow(unused_variables))]
+    pub fn set_timeout(&self, limit: std::time::Duration) {
+        #[cfg(feature = "mpi")]
+        if let Some(mpi) = &self.mpi {
+            mpi.set_watchdog(limit);
+        }
+    }
+
     /// Number of ranks.
     pub fn size(&self) -> usize {
         self.collective().size()
@@ -80,7 +90,7 @@ impl Ranks {
     /// one GPU per rank).
     pub fn device(&self, name: &str) -> String {
         #[cfg(feature = "mpi")]
-        let local = self.mpi.as_ref().map_or(0, trlvr::collective::Mpi::local_rank);
+        let local = self.mpi.as_ref().map_or(0, trlvr::collective::mpi::Mpi::local_rank);
         #[cfg(not(feature = "mpi"))]
         let local = 0;
         match name.strip_suffix(":local") {

@@ -187,6 +187,37 @@ impl LogSection {
     }
 }
 
+/// Data-parallel ranks (`mpirun`; docs/distributed.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RanksSection {
+    /// Seconds a rank waits in one collective for the others before it ends the job,
+    /// naming the ranks it has not heard from (a stopped rank would hang the job for ever).
+    #[serde(default = "default_ranks_timeout")]
+    pub timeout_s: f64,
+}
+
+fn default_ranks_timeout() -> f64 {
+    1800.0
+}
+
+impl Default for RanksSection {
+    fn default() -> Self {
+        Self { timeout_s: default_ranks_timeout() }
+    }
+}
+
+impl RanksSection {
+    fn is_default(&self) -> bool {
+        self == &Self::default()
+    }
+
+    /// The watchdog's limit.
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(self.timeout_s)
+    }
+}
+
 /// A reward term of a recipe: a registered reward, its weight in the sum, its settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RewardSpec {
@@ -234,6 +265,9 @@ pub struct Recipe {
     /// What the run writes besides `metrics.jsonl`.
     #[serde(default, skip_serializing_if = "LogSection::is_default")]
     pub log: LogSection,
+    /// Data-parallel ranks.
+    #[serde(default, skip_serializing_if = "RanksSection::is_default")]
+    pub ranks: RanksSection,
     /// Plugin libraries to load, by path (never by scanning a folder).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plugins: Vec<PathBuf>,
@@ -324,6 +358,10 @@ impl Recipe {
         }
         if self.data.max_prompt_tokens == 0 {
             bail!("data.max_prompt_tokens must be at least 1");
+        }
+        let timeout = self.ranks.timeout_s;
+        if !(timeout.is_finite() && (0.001..=1e9).contains(&timeout)) {
+            bail!("ranks.timeout_s must be a number of seconds between 0.001 and 1e9, not {timeout}");
         }
         let (schedule, objective) = (self.schedule(), self.objective());
         if self.arm != Arm::Trlvr && schedule.name != "solo" {

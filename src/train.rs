@@ -31,13 +31,14 @@ pub struct Args {
     /// The recipe (TOML); see configs/.
     #[arg(long, required_unless_present = "resume")]
     config: Option<PathBuf>,
-    /// Override a recipe key, e.g. `--set train.steps=10 --set senior.device=tch`.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
+    /// Override a recipe key, e.g. `--set train.steps=10 --set senior.device=tch` (a new
+    /// run's; a resumed run keeps the recipe in its config.toml).
+    #[arg(long = "set", value_name = "KEY=VALUE", conflicts_with = "resume")]
     sets: Vec<String>,
     /// The run directory (default: runs/<recipe name>).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// The device of both models (flex, cuda[:N], tch, tch-cuda[:N]), over the recipe's.
+    /// The device of both models (flex, cuda[:N], wgpu[:N], tch, tch-cuda[:N]), over the recipe's.
     #[arg(long)]
     device: Option<String>,
     /// The senior's device, over `--device` and the recipe's `senior.device`.
@@ -163,6 +164,7 @@ pub fn train_run(recipe: Recipe, out: &Path, start: Start, label: Option<&str>, 
     if resume {
         crate::plugins::check_record(&recipe.plugins, out)?;
     }
+    ranks.set_timeout(recipe.ranks.timeout());
     let (senior_device, junior_device) = devices(&recipe, ranks)?;
     let (senior_path, senior) = load_senior(&recipe, senior_device)?;
     let registry = crate::plugins::registry(&recipe.plugins)?;

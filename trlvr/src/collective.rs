@@ -1,6 +1,6 @@
 //! Data parallelism across processes: the few collective operations training needs (rank,
 //! size, sums and maxima over ranks, broadcast, barrier) behind one trait, so the trainer
-//! never names a transport. [`Single`] is one process; [`Mpi`] is MPI ranks (feature
+//! never names a transport. [`Single`] is one process; `mpi::Mpi` is MPI ranks (feature
 //! `mpi`; launched by `mpirun` or Slurm's `srun`); [`Threads`] runs ranks as threads of
 //! one process, for tests. An NCCL or CUDA-aware implementation can slot in later.
 //!
@@ -325,97 +325,7 @@ impl Collective for Threads {
 }
 
 #[cfg(feature = "mpi")]
-pub use self::mpi_ranks::Mpi;
-
-#[cfg(feature = "mpi")]
-mod mpi_ranks {
-    use mpi::collective::SystemOperation;
-    use mpi::environment::Universe;
-    use mpi::topology::SimpleCommunicator;
-    use mpi::traits::*;
-
-    use super::Collective;
-    use crate::{Error, Result};
-
-    /// MPI ranks (Open MPI, MPICH): one process per rank, launched by `mpirun` or `srun`.
-    /// Buffers are staged through host memory.
-    pub struct Mpi {
-        // Finalizes MPI when dropped; kept for that.
-        _universe: Universe,
-        world: SimpleCommunicator,
-        local_rank: usize,
-    }
-
-    impl std::fmt::Debug for Mpi {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.debug_struct("Mpi").field("rank", &self.rank()).field("size", &self.size()).finish()
-        }
-    }
-
-    impl Mpi {
-        /// Initialises MPI (once per process).
-        ///
-        /// # Errors
-        /// [`Error::Collective`] when MPI was initialised already.
-        pub fn init() -> Result<Self> {
-            let universe = mpi::initialize()
-                .ok_or_else(|| Error::Collective("MPI is initialised already in this process".into()))?;
-            let world = universe.world();
-            let local = world.split_shared(world.rank());
-            let local_rank = usize::try_from(local.rank()).unwrap_or(0);
-            Ok(Self { _universe: universe, world, local_rank })
-        }
-
-        /// This rank's index among the ranks of its node (which GPU it takes).
-        pub fn local_rank(&self) -> usize {
-            self.local_rank
-        }
-
-        /// Ends every rank of the job with `code` (MPI_Abort): a rank that failed must not
-        /// leave the others waiting in a collective.
-        pub fn abort(&self, code: i32) -> ! {
-            self.world.abort(code)
-        }
-    }
-
-    impl Collective for Mpi {
-        fn rank(&self) -> usize {
-            usize::try_from(self.world.rank()).unwrap_or(0)
-        }
-        fn size(&self) -> usize {
-            usize::try_from(self.world.size()).unwrap_or(1)
-        }
-        fn sum_f32(&self, values: &mut [f32]) -> Result<()> {
-            let send = values.to_vec();
-            self.world.all_reduce_into(&send[..], values, SystemOperation::sum());
-            Ok(())
-        }
-        fn sum_f64(&self, values: &mut [f64]) -> Result<()> {
-            let send = values.to_vec();
-            self.world.all_reduce_into(&send[..], values, SystemOperation::sum());
-            Ok(())
-        }
-        fn max_f64(&self, values: &mut [f64]) -> Result<()> {
-            let send = values.to_vec();
-            self.world.all_reduce_into(&send[..], values, SystemOperation::max());
-            Ok(())
-        }
-        fn broadcast(&self, bytes: &mut Vec<u8>, root: usize) -> Result<()> {
-            let root = self.world.process_at_rank(
-                i32::try_from(root).map_err(|_| Error::Collective(format!("rank {root} out of range")))?,
-            );
-            let mut len = bytes.len() as u64;
-            root.broadcast_into(&mut len);
-            bytes.resize(usize::try_from(len).map_err(|_| Error::Collective("message too long".into()))?, 0);
-            root.broadcast_into(&mut bytes[..]);
-            Ok(())
-        }
-        fn barrier(&self) -> Result<()> {
-            self.world.barrier();
-            Ok(())
-        }
-    }
-}
+pub mod mpi;
 
 #[cfg(test)]
 mod tests {
