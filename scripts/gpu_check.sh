@@ -4,8 +4,8 @@
 # With a GPU (nvidia-smi lists one): builds with LibTorch when `python3 -c "import torch"`
 # gives torch 2.9.0 (pip install torch==2.9.0; LIBTORCH_USE_PYTORCH=1), with the cuda
 # backend otherwise; runs the tiny-model parity GPU vs CPU (trlvr-models backend_smoke),
-# the rollout bench at batch 64 on a self-paired Qwen3-0.6B-shaped pair with random
-# weights on the GPU (solo vs the release's eager tandem vs trlvr's), the recomputed
+# the core and a 2-step TRLVR run against flex (CI's wgpu checks), the rollout bench at
+# batch 64 on a self-paired Qwen3-0.6B-shaped pair with random weights on the GPU (solo vs the release's eager tandem vs trlvr's), the recomputed
 # attention's gradients on the GPU against autodiff of one full matrix, and one training
 # step of a Qwen3-4B-shaped senior (random weights) on 16 rows of 3,300 tokens (3,000 of
 # response, per-layer checkpointing; twice the 4B recipes' micro-batch, the plan allows 25
@@ -51,6 +51,11 @@ if [[ -n "$GPU" ]]; then
         cargo test --release --no-run -p trlvr-models --features $FEATURE --test backend_smoke --test attention --test mixed"
     step parity-gpu-vs-cpu 180 env TRLVR_TEST_DEVICE="$DEVICE" \
         cargo test --release -p trlvr-models --features "$FEATURE" --test backend_smoke --test attention --test mixed
+    # CI's wgpu-on-lavapipe checks, here on the GPU: the core (GRPO, device-side sampling,
+    # rollouts) and a 2-step TRLVR run of the tiny Qwen3 plus a short eval, against flex.
+    step core-and-run-gpu-vs-cpu 420 env TRLVR_TEST_DEVICE="$DEVICE" bash -c "\
+        cargo test --release -p trlvr --features $FEATURE --test backend_smoke && \
+        cargo test --release --features $FEATURE --test train_cli second_device -- --nocapture"
     step rollout-b64-qwen3-0.6b 150 cargo bench --features "$FEATURE" --bench rollout -- \
         --batch 64 --quick --shape qwen3-0.6b --device "$DEVICE"
     # One Qwen3-4B-shaped training step (16 rows of 3,300 tokens, per-layer checkpointing)

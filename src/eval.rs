@@ -476,8 +476,12 @@ fn show(bar: &ProgressBar, p: EvalProgress, label: Option<&str>) {
     }
 }
 
-/// The datasets shipped in `assets/math`, by name.
-const SHIPPED: [(&str, Layout); 2] = [("gsm8k-test", Layout::Gsm8k), ("math500-test", Layout::Math)];
+/// The shipped test sets (assets/math/, with their provenance in assets/NOTICE.md), also
+/// inside the binary, so that an installed `trlvr` finds them without the source tree.
+const SHIPPED: [(&str, Layout, &[u8]); 2] = [
+    ("gsm8k-test", Layout::Gsm8k, include_bytes!("../assets/math/gsm8k-test.jsonl")),
+    ("math500-test", Layout::Math, include_bytes!("../assets/math/math500-test.jsonl")),
+];
 
 /// Resolves a `--data` entry and reads the dataset.
 pub fn resolve(entry: &str, limit: Option<usize>) -> Result<Resolved> {
@@ -487,19 +491,15 @@ pub fn resolve(entry: &str, limit: Option<usize>) -> Result<Resolved> {
         }
         _ => (entry, None),
     };
-    let shipped = SHIPPED.iter().find(|(n, _)| *n == name);
+    let shipped = SHIPPED.iter().find(|(n, _, _)| *n == name);
     let path = if Path::new(name).is_file() {
         PathBuf::from(name)
-    } else if let Some((n, _)) = shipped {
-        let local = PathBuf::from(format!("assets/math/{n}.jsonl"));
-        if local.is_file() {
-            local
-        } else {
-            PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/math")).join(format!("{n}.jsonl"))
-        }
+    } else if let Some((n, _, bytes)) = shipped {
+        shipped_file(n, bytes)?
     } else {
         bail!("{name}: no such dataset file (shipped sets: gsm8k-test, math500-test)");
     };
+    let shipped = shipped.map(|(n, layout, _)| (n, layout));
     let layout = match (layout, shipped) {
         (Some(layout), _) => layout,
         (None, Some((_, layout))) if !Path::new(name).is_file() => *layout,
@@ -508,6 +508,39 @@ pub fn resolve(entry: &str, limit: Option<usize>) -> Result<Resolved> {
     let spec = DataSpec { limit, ..DataSpec::new(&path, layout) };
     let data = Dataset::load(&spec)?;
     Ok(Resolved { spec, data })
+}
+
+/// A shipped set's file: the repository's (`assets/math/`, from the working folder or
+/// the source tree this binary was built from), else the copy this binary carries,
+/// written once under `~/.cache/trlvr/data/` (`$XDG_CACHE_HOME/trlvr/data/`).
+fn shipped_file(name: &str, bytes: &[u8]) -> Result<PathBuf> {
+    let file = format!("{name}.jsonl");
+    let source_tree = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/math").join(&file);
+    for path in [Path::new("assets/math").join(&file), source_tree] {
+        if path.is_file() {
+            return Ok(path);
+        }
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .context("no cache folder for the shipped data (set HOME or XDG_CACHE_HOME)")?
+        .join("trlvr/data");
+    copy_once(&cache, &file, bytes)
+}
+
+/// `dir/file` holding `bytes`: left as it is when it does, (re)written otherwise.
+fn copy_once(dir: &Path, file: &str, bytes: &[u8]) -> Result<PathBuf> {
+    let path = dir.join(file);
+    if std::fs::read(&path).is_ok_and(|b| b == bytes) {
+        return Ok(path);
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // Written beside, then renamed: two processes never read half a file.
+    let part = dir.join(format!("{file}.{}.part", std::process::id()));
+    std::fs::write(&part, bytes).with_context(|| format!("writing {}", part.display()))?;
+    std::fs::rename(&part, &path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
 }
 
 fn parse_layout(name: &str, path: &str) -> Result<Layout> {
@@ -583,6 +616,24 @@ pub fn model_fingerprint(path: &Path) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The binary's copy of a shipped set is written once, and again only when it differs.
+    #[test]
+    fn shipped_sets_are_copied_out_of_the_binary_once() {
+        let dir = std::env::temp_dir().join(format!("trlvr-shipped-{}", std::process::id()));
+        let (name, _, bytes) = SHIPPED[1];
+        let path = copy_once(&dir, &format!("{name}.jsonl"), bytes).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        let written = std::fs::metadata(&path).unwrap().modified().unwrap();
+        assert_eq!(copy_once(&dir, &format!("{name}.jsonl"), bytes).unwrap(), path);
+        assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), written, "not rewritten");
+        std::fs::write(&path, b"damaged").unwrap();
+        copy_once(&dir, &format!("{name}.jsonl"), bytes).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "a changed copy is mended");
+        let data = Dataset::load(&DataSpec::new(&path, Layout::Math)).unwrap();
+        assert_eq!(data.problems.len(), 500);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     /// A sample that cannot be decoded reads as an empty answer, and every one is counted.
     #[test]

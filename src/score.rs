@@ -13,7 +13,7 @@ use serde::Deserialize;
 use trlvr::device::parse_device;
 use trlvr::prelude::*;
 
-use crate::model::Loaded;
+use crate::model::{Loaded, resolve_model};
 use crate::options::DeviceArgs;
 
 /// Arguments of `trlvr score`.
@@ -51,7 +51,8 @@ struct Item {
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device.device)?;
-    let model = Loaded::from_path(&args.model, &device)?.frozen(args.device.dtype);
+    let model =
+        Loaded::from_path(&resolve_model(&args.model.to_string_lossy())?, &device)?.frozen(args.device.dtype);
     let reader = crate::input::open(&args.input)?;
     let mut out = std::io::stdout().lock();
     let mut pending = Vec::new();

@@ -50,7 +50,7 @@ pub struct Args {
     /// Seed of the batch order.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// flex, cuda[:N], tch, tch-cuda[:N].
+    /// flex, cuda[:N], wgpu[:N], tch, tch-cuda[:N].
     #[arg(long, default_value = "flex")]
     device: String,
     /// The folder for the trained model (new or empty).

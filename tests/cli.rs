@@ -152,6 +152,43 @@ fn generate_answers_with_a_real_model() {
     assert!(err.contains("stopped: Eos"), "{err}");
 }
 
+/// A model named by its Hugging Face id is read from the Hugging Face cache (`HF_HOME`),
+/// laid out as `hf download` lays it: a snapshot folder whose file links to a blob.
+#[test]
+fn models_are_found_by_hugging_face_id_in_the_cache() {
+    let home = scratch("hf-home");
+    let repo = home.join("hub/models--HuggingFaceTB--SmolLM2-135M-Instruct");
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    std::fs::create_dir_all(repo.join("snapshots").join(commit)).unwrap();
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), commit).unwrap();
+    let link = repo.join("snapshots").join(commit).join("smollm2-135m-instruct.gguf");
+    std::os::unix::fs::symlink(smollm2(), &link).unwrap();
+    let run = |model: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_trlvr"))
+            .args(["generate", "--model", model, "--prompt", "What is the capital of France?"])
+            .args(["--max-new-tokens", "24"])
+            .env("HF_HOME", &home)
+            .env_remove("HF_HUB_CACHE")
+            .env_remove("RUST_BACKTRACE")
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run("HuggingFaceTB/SmolLM2-135M-Instruct");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("Paris"), "{out}");
+    let (code, _, err) = run("HuggingFaceTB/SmolLM2-360M-Instruct");
+    assert_ne!(code, Some(0));
+    assert!(err.contains("not in the Hugging Face cache") && err.contains("hf download"), "{err}");
+    let _ = std::fs::remove_dir_all(&home);
+}
+
 #[test]
 fn score_gives_per_token_log_probs_and_cross_entropy() {
     let model = smollm2();

@@ -165,6 +165,94 @@ fn a_recipe_with_both_devices_trains_and_bad_devices_are_named() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The accelerator's code path on the second device of a build (`--features wgpu` in CI:
+/// Burn's CubeCL backend on Mesa's lavapipe; `cuda` on a GPU): a 2-step TRLVR run of a tiny
+/// Qwen3 (20-word vocabulary, so that a random model is sometimes right) there, senior and
+/// junior on that one device, rolls out what flex rolls out (sampling on the device against
+/// flex's host sampling), with the same rewards and a loss within rounding; then a short
+/// `trlvr eval` there.
+#[cfg(any(feature = "tch", feature = "cuda", feature = "wgpu"))]
+#[test]
+fn a_tandem_run_on_the_second_device_follows_flex() {
+    let (spec, _) = trlvr::testing::second_device();
+    let dir = temp("second-device");
+    let model = tiny_word_model(&dir);
+    let config = recipe(&dir, &model, "trlvr", 2);
+    let run = |device: &str| {
+        let out = dir.join(format!("run-{}", device.replace(':', "-")));
+        let mut args = vec!["train", "--config", config.to_str().unwrap(), "--out", out.to_str().unwrap()];
+        args.extend([
+            "--device",
+            device,
+            "--set",
+            "train.group_size=8",
+            "--set",
+            "train.samples_per_step=16",
+        ]);
+        args.extend(["--set", "train.max_new_tokens=3"]);
+        let (code, text) = trlvr(&args);
+        assert_eq!(code, 0, "{device}: {text}");
+        out
+    };
+    let (flex, other) = (run("flex"), run(&spec));
+    let (a, b) = (lines(&flex.join("samples.jsonl")), lines(&other.join("samples.jsonl")));
+    assert_eq!(a.len(), b.len());
+    let same = a.iter().zip(&b).filter(|(x, y)| x["text"] == y["text"]).count();
+    for (x, y) in a.iter().zip(&b).filter(|(x, y)| x["text"] == y["text"]) {
+        assert_eq!((&x["reward"], &x["reason"]), (&y["reward"], &y["reason"]), "{}", x["text"]);
+    }
+    let (ma, mb) = (lines(&flex.join("metrics.jsonl")), lines(&other.join("metrics.jsonl")));
+    for (x, y) in ma.iter().zip(&mb) {
+        let (la, lb) = (x["loss"].as_f64().unwrap(), y["loss"].as_f64().unwrap());
+        eprintln!(
+            "step {}: reward {} vs {} ({spec}), loss {la:.6} vs {lb:.6}, |diff| {:.2e}",
+            x["step"],
+            x["reward_mean"],
+            y["reward_mean"],
+            (la - lb).abs()
+        );
+        assert!(lb.is_finite());
+    }
+    eprintln!("{spec}: {same} of {} logged rollouts drew flex's tokens", a.len());
+    // The first step starts from the same weights: its rollouts are flex's, so are its
+    // rewards, and its loss (non-zero: some rollouts are right) differs by rounding only.
+    let first = |m: &[serde_json::Value]| (m[0]["reward_mean"].clone(), m[0]["tokens"].clone());
+    assert_eq!(first(&ma), first(&mb), "step 1 rolled out differently on {spec}");
+    let (la, lb) = (ma[0]["loss"].as_f64().unwrap(), mb[0]["loss"].as_f64().unwrap());
+    assert!(la != 0.0, "a step with something to learn: {ma:?}");
+    assert!((la - lb).abs() <= 1e-4 * la.abs().max(1e-3), "step 1 loss {la} vs {lb}");
+
+    // A short evaluation of the trained senior on the same device, tandem and solo.
+    let checkpoint = other.join("checkpoints/step-000002");
+    let data = dir.join("data.jsonl");
+    let eval = dir.join("eval");
+    let (code, text) = trlvr(&[
+        "eval",
+        "--senior",
+        checkpoint.to_str().unwrap(),
+        "--junior",
+        model.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+        "--n",
+        "2",
+        "--max-new-tokens",
+        "3",
+        "--device",
+        &spec,
+        "--out",
+        eval.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{text}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(eval.join("eval.json")).unwrap()).unwrap();
+    let figures = &report["sets"][0]["figures"];
+    for mode in ["solo", "handoff"] {
+        assert!(figures[mode][0]["value"].as_f64().is_some_and(|v| (0.0..=100.0).contains(&v)), "{report}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `[senior] dtype = "bf16"` trains in mixed precision (the checkpoint's weights stay
 /// f32), `[junior] dtype = "bf16"` casts the frozen junior; `f16` scales the loss; a
 /// precision that does not exist is refused with the ones that do.
@@ -971,6 +1059,121 @@ mod mpi {
         assert!(text.contains("resuming"), "{text}");
         assert_eq!(timeless(&whole.join("metrics.jsonl")), timeless(&split.join("metrics.jsonl")));
         assert_eq!(weights(&whole, 6), weights(&split, 6), "the resumed job ends with the same weights");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Runs `job` until it ends or `limit` passes (then kills it); its exit status if it
+    /// ended, and its output.
+    fn ended_within(mut job: Command, limit: Duration, during: impl FnOnce(u32)) -> (Option<i32>, String) {
+        let mut child = job.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        during(child.id());
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() && started.elapsed() < limit {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let ended = child.try_wait().unwrap();
+        if ended.is_none() {
+            child.kill().unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        (ended.map(|s| s.code().unwrap_or(-1)), text)
+    }
+
+    /// A rank that stops without dying (SIGSTOP) would leave the other in a collective for
+    /// ever: the watchdog (`ranks.timeout_s`, 5 s here) ends the job naming it.
+    #[test]
+    fn a_stopped_rank_ends_the_job_within_the_watchdog_naming_it() {
+        let dir = temp("mpi-stop");
+        let model = tiny_model(&dir);
+        let config = recipe(&dir, &model, "trlvr", 50);
+        let out = dir.join("run");
+        let mut args = train_args(&config, &out);
+        args.extend(["--set".into(), "ranks.timeout_s=5".into()]);
+        let stopped = std::cell::Cell::new(None);
+        let (ended, text) = ended_within(mpirun(2, &args, &[]), Duration::from_secs(120), |parent| {
+            let logged =
+                || std::fs::read_to_string(out.join("metrics.jsonl")).map_or(0, |t| t.lines().count());
+            let started = std::time::Instant::now();
+            while logged() < 1 && started.elapsed().as_secs() < 60 {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let pid = rank_pid(parent, 1).expect("rank 1 is running");
+            assert!(Command::new("kill").args(["-STOP", &pid.to_string()]).status().unwrap().success());
+            stopped.set(Some(std::time::Instant::now()));
+        });
+        let after = stopped.get().unwrap().elapsed().as_secs_f64();
+        eprintln!("job ended {after:.1} s after rank 1 was stopped");
+        assert!(ended.is_some_and(|c| c != 0), "the job ended with a failure: {text}");
+        assert!(after < 5.0 + 30.0, "ended {after:.1} s after the stop");
+        assert!(text.contains("watchdog") && text.contains("has not heard from rank(s) [1]"), "{text}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A rank that cannot load its model ends the job with its error, and nothing is
+    /// written.
+    #[test]
+    fn a_rank_that_cannot_load_its_model_ends_the_job_naming_it() {
+        let dir = temp("mpi-load");
+        let model = tiny_model(&dir);
+        let config = recipe(&dir, &model, "trlvr", 2);
+        let out = dir.join("run");
+        let mine = train_args(&config, &out);
+        let mut theirs = mine.clone();
+        theirs.extend(["--set".into(), "senior.path=\"/nonexistent/model\"".into()]);
+        let exe = Path::new(env!("CARGO_BIN_EXE_trlvr"));
+        let (ended, text) =
+            ended_within(mpirun(1, &mine, &[(exe, theirs.as_slice())]), Duration::from_secs(120), |_| {});
+        assert!(ended.is_some_and(|c| c != 0), "the job ended with a failure: {text}");
+        assert!(text.contains("rank 1 of 2: error") && text.contains("/nonexistent/model"), "{text}");
+        assert!(!out.join("config.toml").exists(), "nothing written");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A run started on two ranks resumes on one, and one started on one resumes on two:
+    /// the steps after the stop are those of an uninterrupted run (to rounding: the sums
+    /// over ranks add in another order).
+    #[test]
+    fn a_run_resumes_on_another_number_of_ranks() {
+        let dir = temp("mpi-resize");
+        let model = tiny_model(&dir);
+        let config = recipe(&dir, &model, "trlvr", 4);
+        let whole = dir.join("whole");
+        let (code, text) = run(mpirun(1, &train_args(&config, &whole), &[]));
+        assert_eq!(code, 0, "{text}");
+        for (first, then) in [(2, 1), (1, 2)] {
+            let split = dir.join(format!("split-{first}-{then}"));
+            // Stopped (SIGTERM to mpirun) after two steps, then resumed on the other count.
+            let logged =
+                || std::fs::read_to_string(split.join("metrics.jsonl")).map_or(0, |t| t.lines().count());
+            let (_, text) = ended_within(
+                mpirun(first, &train_args(&config, &split), &[]),
+                Duration::from_secs(120),
+                |parent| {
+                    let started = std::time::Instant::now();
+                    while logged() < 2 && started.elapsed().as_secs() < 100 {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    assert!(
+                        Command::new("kill").args(["-TERM", &parent.to_string()]).status().unwrap().success()
+                    );
+                },
+            );
+            assert!(logged() < 4, "stopped before the end: {text}");
+            let resume = ["train", "--resume", split.to_str().unwrap()];
+            let (code, text) = run(mpirun(then, &resume, &[]));
+            assert_eq!(code, 0, "{first} then {then} ranks: {text}");
+            assert!(text.contains("resuming"), "{text}");
+            let (a, b) = (lines(&whole.join("metrics.jsonl")), lines(&split.join("metrics.jsonl")));
+            assert_eq!(a.len(), b.len(), "{first} then {then}");
+            for (x, y) in a.iter().zip(&b) {
+                for key in ["reward_mean", "rows_updated", "tokens"] {
+                    assert_eq!(x[key], y[key], "{first} then {then}, step {}: {key}", x["step"]);
+                }
+                let (p, q) = (x["loss"].as_f64().unwrap(), y["loss"].as_f64().unwrap());
+                assert!((p - q).abs() <= 1e-5 * p.abs().max(0.1), "step {}: loss {p} vs {q}", x["step"]);
+            }
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 

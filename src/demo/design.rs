@@ -38,7 +38,7 @@ pub struct Args {
     /// Override the RL learning rate.
     #[arg(long)]
     pub lr: Option<f64>,
-    /// Device: flex (CPU), cuda[:N], tch.
+    /// Device: flex (CPU), cuda[:N], wgpu[:N], tch.
     #[arg(long, default_value = "flex")]
     pub device: String,
 }

@@ -73,6 +73,9 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// A model named by its Hugging Face id is not in the local cache ([`crate::hub`]).
+    #[error("{0}")]
+    Hub(String),
     /// A tokenizer or chat template could not be loaded or applied.
     #[error("tokenizer: {0}")]
     Tokenizer(String),

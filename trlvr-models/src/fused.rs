@@ -26,7 +26,7 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Backend, Dispatch, DispatchKindConversion, DispatchTensor, backend_extension};
 use burn::prelude::*;
-#[cfg(any(feature = "flex", feature = "tch", feature = "cuda"))]
+#[cfg(any(feature = "flex", feature = "tch", feature = "cube"))]
 use burn::tensor::activation::sigmoid;
 use burn::tensor::{BackendPrimitive, Float};
 
@@ -50,7 +50,7 @@ mod op {
     #[backend_extension(
         Flex: cfg(feature = "flex"),
         LibTorch: cfg(feature = "tch"),
-        Cube: cfg(feature = "cuda"),
+        Cube: cfg(feature = "cube"),
         Autodiff
     )]
     pub trait Fused: Backend {
@@ -112,7 +112,7 @@ macro_rules! burns_ops {
     )*};
 }
 
-burns_ops!(burn::backend::LibTorch: "tch", burn::backend::Cube: "cuda");
+burns_ops!(burn::backend::LibTorch: "tch", burn::backend::Cube: "cube");
 
 #[cfg(feature = "flex")]
 impl Fused for burn::backend::Flex {

@@ -22,6 +22,7 @@
 //! | reading safetensors checkpoints (f32/bf16/f16, sharded) | [`load`] |
 //! | reading llama.cpp GGUF files (quantised weights, tokenizer) | [`gguf`] |
 //! | writing a checkpoint directory back out | [`save`] |
+//! | models by Hugging Face id, from the local Hugging Face cache | [`hub`] |
 //! | `trlvr::model::Partner` and `Policy` for [`Decoder`] | (trait impls) |
 //! | Qwen3 chat template for one user turn | [`chat`] |
 //!
@@ -74,6 +75,7 @@ mod few_rows;
 mod fused;
 pub mod generation;
 pub mod gguf;
+pub mod hub;
 mod layers;
 pub mod load;
 mod many_rows;

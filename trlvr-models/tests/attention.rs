@@ -2,8 +2,8 @@
 //! out with one full score matrix and differentiated by Burn's autodiff: outputs and the
 //! gradients of queries, keys and values, for every cut into blocks, grouped-query heads,
 //! rows with cached tokens before them, and with activation checkpointing on. With
-//! `--features tch` or `cuda` it also runs on `TRLVR_TEST_DEVICE` (default `tch`, else
-//! `cuda`): the backward is the same code on every backend, the kernels it calls are not.
+//! `--features tch`, `wgpu` or `cuda` it also runs on `trlvr::testing::second_device`:
+//! the backward is the same code on every backend, the kernels it calls are not.
 
 use burn::prelude::*;
 use burn::tensor::activation::softmax;
@@ -88,15 +88,8 @@ fn recomputed_attention_equals_one_full_matrix() {
     assert_eq!(checkpointed.gradient_checkpointing_strategy(), Some(GradientCheckpointingStrategy::Balanced));
     #[allow(unused_mut)]
     let mut devices = vec![plain.clone(), checkpointed];
-    #[cfg(any(feature = "tch", feature = "cuda"))]
-    devices.push(
-        trlvr::device::parse_device(
-            &std::env::var("TRLVR_TEST_DEVICE")
-                .unwrap_or_else(|_| if cfg!(feature = "tch") { "tch" } else { "cuda" }.into()),
-        )
-        .unwrap()
-        .autodiff(),
-    );
+    #[cfg(any(feature = "tch", feature = "cuda", feature = "wgpu"))]
+    devices.push(trlvr::testing::second_device().1.autodiff());
     for case in &cases {
         let b = case.past.len();
         let data = |heads: usize, len: usize| {

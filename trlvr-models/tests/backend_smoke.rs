@@ -1,8 +1,8 @@
 //! The decoder on a second backend: cached decoding with ragged feeds (per-row cache
 //! lengths, the indexed K/V write, idle rows, catch-up rows) gives flex's logits. Run with
-//! `--features tch` (LibTorch) or `--features cuda`; the device comes from
-//! `TRLVR_TEST_DEVICE` (default `tch`).
-#![cfg(any(feature = "tch", feature = "cuda"))]
+//! `--features tch` (LibTorch), `wgpu` or `cuda`; the device is
+//! `trlvr::testing::second_device`'s (`TRLVR_TEST_DEVICE`).
+#![cfg(any(feature = "tch", feature = "cuda", feature = "wgpu"))]
 
 mod common;
 
@@ -38,7 +38,7 @@ fn ragged_decode(name: &str, device: &Device) -> Vec<Vec<f32>> {
 
 #[test]
 fn ragged_cached_decoding_agrees_with_flex() {
-    let other = parse_device(&std::env::var("TRLVR_TEST_DEVICE").unwrap_or_else(|_| "tch".into())).unwrap();
+    let other = trlvr::testing::second_device().1;
     for name in ["qwen3-tiny-untied", "llama-tiny"] {
         let want = ragged_decode(name, &parse_device("flex").unwrap());
         let got = ragged_decode(name, &other);
@@ -49,4 +49,53 @@ fn ragged_cached_decoding_agrees_with_flex() {
             assert!(worst < 1e-4, "{name} step {step}: {worst}");
         }
     }
+}
+
+/// Every float parameter's gradient, flattened in visiting order (zeros where none).
+struct Gradients<'a>(&'a burn::optim::GradientsParams, Vec<f32>);
+
+impl burn::module::ModuleVisitor for Gradients<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<D>>) {
+        match self.0.get::<D>(param.id) {
+            Some(g) => self.1.extend(to_vec(g.reshape([-1]))),
+            None => self.1.extend(std::iter::repeat_n(0.0, param.val().shape().num_elements())),
+        }
+    }
+}
+
+/// The update's half of a training step on this backend: the same rollout tokens scored
+/// (f32 log-probs within 1e-4 of flex's) and differentiated through a senior-masked,
+/// advantage-weighted loss (the whole gradient's cosine with flex's at least 0.9999).
+#[test]
+fn a_training_step_scores_and_differentiates_as_on_flex() {
+    use trlvr::model::Policy;
+    use trlvr::token::TokenBatch;
+    let want = common::reference("qwen3-tiny-untied");
+    let batch = TokenBatch::new(want.tokens.clone(), want.pad_id).unwrap();
+    let from: Vec<usize> = want.tokens.iter().map(|_| 1).collect();
+    let step = |device: &Device| {
+        let model = load_hf_dir(fixture("qwen3-tiny-untied"), &device.clone().autodiff()).unwrap().0;
+        let lp = model.log_probs_from(&batch, 1.0, &from).unwrap();
+        let [rows, width] = lp.dims();
+        // Advantages of either sign, and every third token the junior's (masked out).
+        let weights: Vec<f32> = (0..rows * width)
+            .map(|i| if i % 3 == 2 { 0.0 } else { [1.3, -0.7, 0.4][(i / width) % 3] })
+            .collect();
+        let weights = Tensor::<2>::from_data(TensorData::new(weights, [rows, width]), &lp.device());
+        let values = to_vec(lp.clone().detach());
+        let loss = (lp * weights).sum().neg() / (rows * width) as f64;
+        let grads = burn::optim::GradientsParams::from_grads(loss.backward(), &model);
+        let mut all = Gradients(&grads, Vec::new());
+        model.visit(&mut all);
+        (values, all.1)
+    };
+    let (spec, other) = trlvr::testing::second_device();
+    let (lp_flex, g_flex) = step(&parse_device("flex").unwrap());
+    let (lp_other, g_other) = step(&other);
+    let worst = lp_flex.iter().zip(&lp_other).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    let dot = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| f64::from(*p) * f64::from(*q)).sum::<f64>();
+    let cosine = dot(&g_flex, &g_other) / (dot(&g_flex, &g_flex) * dot(&g_other, &g_other)).sqrt();
+    eprintln!("{spec} vs flex: log-probs max |diff| {worst:.2e}, gradient cosine {cosine:.8}");
+    assert!(worst < 1e-4, "log-probs differ by {worst}");
+    assert!(cosine >= 0.9999, "gradient cosine {cosine}");
 }

@@ -1,12 +1,13 @@
-//! Picking a device by name (`--device flex`, `cuda:0`, `tch`, `tch-cuda:1`), and the
+//! Picking a device by name (`--device flex`, `cuda:0`, `wgpu`, `tch`, `tch-cuda:1`), and the
 //! host allocator's settings for CPU training.
 
 use burn::prelude::*;
 
 use crate::{Error, Result};
 
-/// The device named by `spec`: `flex` (or `cpu`), `cuda[:N]`, `tch` (LibTorch CPU),
-/// `tch-cuda[:N]`. A backend that was not compiled in is a clear error naming the
+/// The device named by `spec`: `flex` (or `cpu`), `cuda[:N]`, `wgpu` (wgpu's default
+/// adapter: a GPU, else Mesa's lavapipe on the CPU), `wgpu:N` (the N-th discrete GPU),
+/// `tch` (LibTorch CPU), `tch-cuda[:N]`. A backend that was not compiled in is a clear error naming the
 /// cargo feature to enable.
 ///
 /// ```
@@ -29,16 +30,19 @@ pub fn parse_device(spec: &str) -> Result<Device> {
     let device = match name {
         "flex" | "cpu" => backend::flex(),
         "cuda" => backend::cuda(index),
+        "wgpu" => backend::wgpu(spec.contains(':').then_some(index)),
         "tch" | "libtorch" => backend::tch(None),
         "tch-cuda" => backend::tch(Some(index)),
         _ => {
             return Err(Error::Device(format!(
-                "unknown device {spec:?}; expected flex, cuda[:N], tch or tch-cuda[:N]"
+                "unknown device {spec:?}; expected flex, cuda[:N], wgpu[:N], tch or tch-cuda[:N]"
             )));
         }
     };
     device.ok_or_else(|| {
-        Error::Device(format!("{spec:?} needs a backend feature (flex, cuda or tch) that this build lacks"))
+        Error::Device(format!(
+            "{spec:?} needs a backend feature (flex, cuda, wgpu or tch) that this build lacks"
+        ))
     })
 }
 
@@ -86,6 +90,18 @@ mod backend {
         #[cfg(feature = "cuda")]
         return Some(Device::cuda(index));
         #[cfg(not(feature = "cuda"))]
+        None
+    }
+
+    /// wgpu's default adapter, or the `index`-th discrete GPU.
+    #[allow(unused_variables)]
+    pub fn wgpu(index: Option<usize>) -> Option<Device> {
+        #[cfg(feature = "wgpu")]
+        return Some(Device::wgpu(match index {
+            Some(i) => burn::tensor::DeviceKind::DiscreteGpu(i),
+            None => burn::tensor::DeviceKind::DefaultDevice,
+        }));
+        #[cfg(not(feature = "wgpu"))]
         None
     }
 

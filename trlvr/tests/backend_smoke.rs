@@ -1,15 +1,15 @@
 //! The core on a second backend: GRPO loss, gradients and the bigram policy agree with
-//! the flex CPU backend. Run with `--features tch` (LibTorch) or `--features cuda`; the
-//! device comes from `TRLVR_TEST_DEVICE` (default `tch`).
-#![cfg(any(feature = "tch", feature = "cuda"))]
+//! the flex CPU backend. Run with `--features tch` (LibTorch), `wgpu` or `cuda`; the
+//! device is [`second_device`]'s (`TRLVR_TEST_DEVICE`).
+#![cfg(any(feature = "tch", feature = "cuda", feature = "wgpu"))]
 
 use burn::prelude::*;
 use trlvr::device::parse_device;
 use trlvr::prelude::*;
-use trlvr::testing::{RolloutCase, check_objective, loss_and_grad};
+use trlvr::testing::{RolloutCase, check_objective, loss_and_grad, second_device};
 
 fn other_device() -> Device {
-    parse_device(&std::env::var("TRLVR_TEST_DEVICE").unwrap_or_else(|_| "tch".into())).unwrap()
+    second_device().1
 }
 
 fn case() -> RolloutCase {

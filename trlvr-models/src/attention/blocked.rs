@@ -226,7 +226,7 @@ struct State<T, L> {
 pub use op::RecomputedAttention;
 
 // Without a backend feature the generated dispatch has no arm to pass `blocks` to.
-#[cfg_attr(not(any(feature = "flex", feature = "tch", feature = "cuda")), allow(unused_variables))]
+#[cfg_attr(not(any(feature = "flex", feature = "tch", feature = "cube")), allow(unused_variables))]
 #[allow(deprecated)] // the generated LibTorch arm: burn-tch is deprecated in Burn 0.22
 mod op {
     use super::{Backend, Blocks, FloatTensor, backend_extension};
@@ -236,7 +236,7 @@ mod op {
     #[backend_extension(
         Flex: cfg(feature = "flex"),
         LibTorch: cfg(feature = "tch"),
-        Cube: cfg(feature = "cuda"),
+        Cube: cfg(feature = "cube"),
         Autodiff
     )]
     pub trait RecomputedAttention: Backend {
@@ -267,7 +267,7 @@ macro_rules! forward_only {
     )*};
 }
 
-forward_only!(burn::backend::Flex: "flex", burn::backend::LibTorch: "tch", burn::backend::Cube: "cuda");
+forward_only!(burn::backend::Flex: "flex", burn::backend::LibTorch: "tch", burn::backend::Cube: "cube");
 
 #[derive(Debug)]
 struct AttentionBackward;

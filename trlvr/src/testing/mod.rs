@@ -9,6 +9,7 @@
 //!   redraws where it must (at word starts and at its gap cap), not only that it hands
 //!   off nowhere else.
 //! - [`fuzz`]: byte-mutation fuzzing of file parsers on stable Rust.
+//! - [`second_device`]: the backend a cross-backend test compares with flex.
 //!
 //! ```
 //! use burn::prelude::*;
@@ -22,7 +23,10 @@
 //! });
 //! ```
 
+mod device;
 pub mod fuzz;
+
+pub use device::second_device;
 
 use burn::prelude::*;
 use proptest::prelude::*;
