@@ -34,6 +34,7 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device.device)?;
+    crate::precision::check(args.device.dtype, &device, "--dtype")?;
     let model =
         Loaded::from_path(&resolve_model(&args.model.to_string_lossy())?, &device)?.frozen(args.device.dtype);
     let classes = TokenClasses::from_tokenizer(&model.tokenizer, &model.eos)?;

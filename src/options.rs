@@ -43,6 +43,7 @@ pub struct PairArgs {
 impl PairArgs {
     /// Both models on `device`, frozen in `precision`.
     pub fn load(&self, device: &Device, precision: Option<Precision>) -> Result<Pair> {
+        crate::precision::check(precision, device, "--dtype")?;
         let load = |path: &Path| -> Result<Loaded> {
             Ok(Loaded::from_path(&resolve_model(&path.to_string_lossy())?, device)?.frozen(precision))
         };

@@ -1,6 +1,7 @@
 //! The float precision of the commands' `--dtype` and of recipes: below the model loader
 //! and the option groups, which both name it.
 
+use burn::prelude::Device;
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
@@ -33,5 +34,28 @@ impl Precision {
             Precision::Bf16 => burn::tensor::DType::BF16,
             Precision::F16 => burn::tensor::DType::F16,
         }
+    }
+}
+
+/// Refuses a precision `device` cannot compute in, naming `what` (lavapipe and other wgpu
+/// devices have no bf16: their shader compiler would panic on the first kernel).
+///
+/// # Errors
+/// When `precision` is set and `device` does not support it.
+pub fn check(precision: Option<Precision>, device: &Device, what: &str) -> anyhow::Result<()> {
+    match precision {
+        Some(p) if !device.supports_dtype(p.dtype()) => {
+            let here: Vec<&str> = [Precision::F32, Precision::Bf16, Precision::F16]
+                .into_iter()
+                .filter(|q| device.supports_dtype(q.dtype()))
+                .map(Precision::name)
+                .collect();
+            anyhow::bail!(
+                "{what}: the device {device:?} cannot compute in {} (it can in: {})",
+                p.name(),
+                here.join(", ")
+            )
+        }
+        _ => Ok(()),
     }
 }

@@ -51,6 +51,7 @@ struct Item {
 /// Runs the command.
 pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device.device)?;
+    crate::precision::check(args.device.dtype, &device, "--dtype")?;
     let model =
         Loaded::from_path(&resolve_model(&args.model.to_string_lossy())?, &device)?.frozen(args.device.dtype);
     let reader = crate::input::open(&args.input)?;

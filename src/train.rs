@@ -265,6 +265,7 @@ fn load_senior(recipe: &Recipe, senior_device: Device) -> Result<(PathBuf, Loade
     let senior_path = resolve_model(&recipe.senior.path).context(
         "senior.path (a recipe whose header names a warm-up, such as `trlvr sft`: run that first)",
     )?;
+    crate::precision::check(recipe.senior.dtype, &senior_device, "senior.dtype")?;
     let mut training_device = senior_device.autodiff();
     if recipe.train.gradient_checkpointing {
         training_device = training_device.gradient_checkpointing();
@@ -293,8 +294,9 @@ fn load_junior(
             Some(path) => resolve_model(path)?,
             None => senior_path.to_path_buf(),
         };
-        let junior = Loaded::from_path(&junior_path, junior_device)?
-            .frozen(recipe.junior.as_ref().and_then(|j| j.dtype));
+        let dtype = recipe.junior.as_ref().and_then(|j| j.dtype);
+        crate::precision::check(dtype, junior_device, "junior.dtype")?;
+        let junior = Loaded::from_path(&junior_path, junior_device)?.frozen(dtype);
         if junior.tokenizer.get_vocab(true) != senior.tokenizer.get_vocab(true) {
             bail!("senior and junior tokenizers differ: they must share a vocabulary (method.md §1)");
         }

@@ -250,6 +250,23 @@ fn a_tandem_run_on_the_second_device_follows_flex() {
     for mode in ["solo", "handoff"] {
         assert!(figures[mode][0]["value"].as_f64().is_some_and(|v| (0.0..=100.0).contains(&v)), "{report}");
     }
+    // A precision the device lacks is refused before anything loads (wgpu has no bf16:
+    // its shader compiler panicked on the first bf16 kernel).
+    if spec.starts_with("wgpu") {
+        let (code, text) = trlvr(&[
+            "generate",
+            "--model",
+            model.to_str().unwrap(),
+            "--prompt",
+            "What is 2 + 2?",
+            "--device",
+            &spec,
+            "--dtype",
+            "bf16",
+        ]);
+        assert_ne!(code, 0);
+        assert!(text.contains("--dtype") && text.contains("cannot compute in bf16"), "{text}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
