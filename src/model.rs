@@ -37,6 +37,30 @@ pub fn resolve_model(spec: &str) -> Result<PathBuf> {
     }
 }
 
+/// What a Hugging Face export needs beside the weights, config and tokenizer that
+/// `save_hf_dir` writes: the source model's `tokenizer_config.json` (its chat template)
+/// and `special_tokens_map.json` when it has them, and its `generation_config.json`, or
+/// one naming the EOS ids the model was run with. Without them `apply_chat_template`
+/// and a reloaded model's stopping differ from the source's.
+pub fn export_extras(source: &Path, eos: &[TokenId], dir: &Path) -> Result<()> {
+    let source = if source.is_dir() { Some(source) } else { None };
+    for file in ["tokenizer_config.json", "special_tokens_map.json", "generation_config.json"] {
+        if let Some(from) = source.map(|s| s.join(file)).filter(|f| f.is_file()) {
+            std::fs::copy(&from, dir.join(file)).with_context(|| format!("copying {}", from.display()))?;
+        }
+    }
+    let generation = dir.join("generation_config.json");
+    if !generation.exists() {
+        let eos = match eos {
+            [one] => serde_json::json!(one),
+            many => serde_json::json!(many),
+        };
+        let text = serde_json::to_string_pretty(&serde_json::json!({ "eos_token_id": eos }))?;
+        std::fs::write(&generation, text).with_context(|| format!("writing {}", generation.display()))?;
+    }
+    Ok(())
+}
+
 /// A senior and its junior, loaded for generation; no junior means self-paired.
 pub struct Pair {
     pub senior: Loaded,

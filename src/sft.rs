@@ -95,7 +95,8 @@ pub fn warm_up(args: &Args) -> Result<()> {
     // The data first: a bad file fails before the model loads.
     let pairs = read_pairs(&args.data, &args.question_field, &args.solution_field, args.limit)?;
     let device = parse_device(&args.device)?.autodiff();
-    let model = Loaded::from_path(&resolve_model(&args.model)?, &device)?;
+    let source = resolve_model(&args.model)?;
+    let model = Loaded::from_path(&source, &device)?;
     // The assistant's turn ends with the chat's end-of-turn marker where there is one.
     let end = model.tokenizer.token_to_id("<|im_end|>").unwrap_or(model.eos[0]);
     let examples = pairs
@@ -141,6 +142,7 @@ pub fn warm_up(args: &Args) -> Result<()> {
     let _ = std::fs::remove_dir_all(&tmp);
     save_hf_dir(&trained, &model.config, Some(&model.tokenizer), &tmp)
         .with_context(|| format!("writing {}", tmp.display()))?;
+    crate::model::export_extras(&source, &model.eos, &tmp)?;
     std::fs::rename(&tmp, &args.out).with_context(|| format!("moving {} into place", tmp.display()))?;
     eprintln!("sft: saved to {}", args.out.display());
     Ok(())

@@ -105,9 +105,25 @@ fn each_arm_trains_from_a_recipe_and_its_checkpoints_open() {
         let resolved = std::fs::read_to_string(out.join("config.toml")).unwrap();
         assert!(resolved.contains("[objective]") && resolved.contains("[schedule]"), "{resolved}");
         let last = out.join("checkpoints/step-000003");
-        for file in ["model.safetensors", "config.json", "tokenizer.json", "senior.bpk", "optimizer.bpk"] {
+        for file in [
+            "model.safetensors",
+            "config.json",
+            "tokenizer.json",
+            "generation_config.json",
+            "senior.bpk",
+            "optimizer.bpk",
+        ] {
             assert!(last.join(file).exists(), "{arm}: {file} in {}", last.display());
         }
+        // The EOS the run stopped at, for transformers and for a reload (the tiny model's
+        // folder has no generation_config.json: the tokenizer's `<|endoftext|>`).
+        let generation: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(last.join("generation_config.json")).unwrap())
+                .unwrap();
+        assert!(
+            generation["eos_token_id"].is_number() || generation["eos_token_id"].is_array(),
+            "{generation}"
+        );
         let (code, text) = trlvr(&[
             "generate",
             "--model",
