@@ -37,28 +37,72 @@ pub fn resolve_model(spec: &str) -> Result<PathBuf> {
     }
 }
 
-/// What a Hugging Face export needs beside the weights, config and tokenizer that
-/// `save_hf_dir` writes: the source model's `tokenizer_config.json` (its chat template)
-/// and `special_tokens_map.json` when it has them, and its `generation_config.json`, or
-/// one naming the EOS ids the model was run with. Without them `apply_chat_template`
+/// What a Hugging Face export writes beside the weights, config and tokenizer that
+/// `save_hf_dir` writes, decided once from the source model: its `tokenizer_config.json`
+/// (the chat template), `special_tokens_map.json` and `generation_config.json` when it is
+/// a folder with them; for a GGUF file, a `tokenizer_config.json` with the file's
+/// `tokenizer.chat_template`; and a `generation_config.json` naming the EOS ids the model
+/// ran with when the source has none. Without them transformers' `apply_chat_template`
 /// and a reloaded model's stopping differ from the source's.
-pub fn export_extras(source: &Path, eos: &[TokenId], dir: &Path) -> Result<()> {
-    let source = if source.is_dir() { Some(source) } else { None };
-    for file in ["tokenizer_config.json", "special_tokens_map.json", "generation_config.json"] {
-        if let Some(from) = source.map(|s| s.join(file)).filter(|f| f.is_file()) {
-            std::fs::copy(&from, dir.join(file)).with_context(|| format!("copying {}", from.display()))?;
+#[derive(Debug, Clone)]
+pub struct ExportExtras {
+    files: Vec<(&'static str, Vec<u8>)>,
+}
+
+impl ExportExtras {
+    /// The extras of `model`, loaded from `source`.
+    pub fn of(source: &Path, model: &Loaded) -> Result<Self> {
+        let mut files = Vec::new();
+        if source.is_dir() {
+            for name in ["tokenizer_config.json", "special_tokens_map.json", "generation_config.json"] {
+                let path = source.join(name);
+                if path.is_file() {
+                    files.push((
+                        name,
+                        std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
+                    ));
+                }
+            }
+        } else if let Some(template) = gguf_chat_template(source)? {
+            let token = |id: Option<&TokenId>| id.and_then(|&i| model.tokenizer.id_to_token(i));
+            let config = serde_json::json!({
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "chat_template": template,
+                "eos_token": token(model.eos.first()),
+                "model_max_length": model.config.max_position_embeddings,
+            });
+            files.push(("tokenizer_config.json", serde_json::to_vec_pretty(&config)?));
         }
+        if !files.iter().any(|(name, _)| *name == "generation_config.json") {
+            let eos = match model.eos.as_slice() {
+                [one] => serde_json::json!(one),
+                many => serde_json::json!(many),
+            };
+            files.push((
+                "generation_config.json",
+                serde_json::to_vec_pretty(&serde_json::json!({ "eos_token_id": eos }))?,
+            ));
+        }
+        Ok(Self { files })
     }
-    let generation = dir.join("generation_config.json");
-    if !generation.exists() {
-        let eos = match eos {
-            [one] => serde_json::json!(one),
-            many => serde_json::json!(many),
-        };
-        let text = serde_json::to_string_pretty(&serde_json::json!({ "eos_token_id": eos }))?;
-        std::fs::write(&generation, text).with_context(|| format!("writing {}", generation.display()))?;
+
+    /// Writes the extras into the export folder `dir`.
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        for (name, bytes) in &self.files {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(())
     }
-    Ok(())
+}
+
+/// The chat template in a GGUF file's metadata, if `path` is one and has it.
+fn gguf_chat_template(path: &Path) -> Result<Option<String>> {
+    if path.extension().is_none_or(|e| e != "gguf") {
+        return Ok(None);
+    }
+    let file = trlvr_models::gguf::GgufFile::open(path)?;
+    Ok(file.metadata.get("tokenizer.chat_template").and_then(|v| v.as_str()).map(str::to_owned))
 }
 
 /// A senior and its junior, loaded for generation; no junior means self-paired.

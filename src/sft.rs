@@ -97,6 +97,7 @@ pub fn warm_up(args: &Args) -> Result<()> {
     let device = parse_device(&args.device)?.autodiff();
     let source = resolve_model(&args.model)?;
     let model = Loaded::from_path(&source, &device)?;
+    let extras = crate::model::ExportExtras::of(&source, &model)?;
     // The assistant's turn ends with the chat's end-of-turn marker where there is one.
     let end = model.tokenizer.token_to_id("<|im_end|>").unwrap_or(model.eos[0]);
     let examples = pairs
@@ -142,7 +143,7 @@ pub fn warm_up(args: &Args) -> Result<()> {
     let _ = std::fs::remove_dir_all(&tmp);
     save_hf_dir(&trained, &model.config, Some(&model.tokenizer), &tmp)
         .with_context(|| format!("writing {}", tmp.display()))?;
-    crate::model::export_extras(&source, &model.eos, &tmp)?;
+    extras.write(&tmp)?;
     std::fs::rename(&tmp, &args.out).with_context(|| format!("moving {} into place", tmp.display()))?;
     eprintln!("sft: saved to {}", args.out.display());
     Ok(())

@@ -175,7 +175,7 @@ pub fn train_run(recipe: Recipe, out: &Path, start: Start, label: Option<&str>, 
     let schedule = registry.schedule(&recipe.schedule().name, &recipe.schedule().json()?)?;
     let objective = registry.objective(&recipe.objective().name, &recipe.objective().json()?)?;
     let classes = TokenClasses::from_tokenizer(&senior.tokenizer, &senior.eos)?;
-    let export = hf_export(&senior, &senior_path);
+    let export = hf_export(&senior, crate::model::ExportExtras::of(&senior_path, &senior)?);
     let task = data.task(&senior.tokenizer, &classes);
     let rewards = rewards(&recipe, &registry)?;
     let mut trainer =
@@ -359,16 +359,14 @@ impl TaskData {
 }
 
 /// Saves a checkpoint's senior in the Hugging Face layout, with the senior's tokenizer
-/// and the source model's chat template and generation settings
-/// ([`crate::model::export_extras`]).
-fn hf_export(senior: &Loaded, source: &Path) -> Exporter<'static, Decoder> {
+/// and the source model's chat template and generation settings (`extras`).
+fn hf_export(senior: &Loaded, extras: crate::model::ExportExtras) -> Exporter<'static, Decoder> {
     let (config, tokenizer) = (senior.config.clone(), senior.tokenizer.clone());
-    let (source, eos) = (source.to_path_buf(), senior.eos.clone());
     Box::new(move |model: &Decoder, dir: &Path| {
         let failed = |message: String| trlvr::Error::Checkpoint { path: dir.to_path_buf(), message };
         trlvr_models::save_hf_dir(model, &config, Some(&tokenizer), dir)
             .map_err(|e| failed(e.to_string()))?;
-        crate::model::export_extras(&source, &eos, dir).map_err(|e| failed(format!("{e:#}")))
+        extras.write(dir).map_err(|e| failed(format!("{e:#}")))
     })
 }
 

@@ -675,6 +675,13 @@ fn sft_learns_worked_solutions_and_saves_a_model_that_loads() {
     };
     let (base, trained) = (ce(&model), ce(out.to_str().unwrap()));
     assert!(trained < base, "mean cross-entropy {base} -> {trained}");
+    // The export carries the GGUF's chat template and its EOS, as transformers reads them.
+    let read = |name: &str| read_json(&out.join(name));
+    let template = read("tokenizer_config.json")["chat_template"].as_str().unwrap_or_default().to_string();
+    assert!(template.contains("<|im_start|>") && template.contains("add_generation_prompt"), "{template}");
+    assert_eq!(read("tokenizer_config.json")["eos_token"], "<|im_end|>");
+    // SmolLM2 stops at `<|im_end|>` (2) and `<|endoftext|>` (0).
+    assert_eq!(read("generation_config.json")["eos_token_id"], serde_json::json!([2, 0]));
     // A saved model and a folder of other files are never written over; a missing field is named.
     let (code, _, err) = sft(&out, "solution");
     assert_ne!(code, 0);
