@@ -1063,29 +1063,21 @@ mod mpi {
         let (code, text) = run(mpirun(2, &train_args(&config, &whole), &[]));
         assert_eq!(code, 0, "{text}");
 
-        let mut job = mpirun(2, &train_args(&config, &split), &[]);
-        let mut child = job.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        let logged = || std::fs::read_to_string(split.join("metrics.jsonl")).map_or(0, |t| t.lines().count());
-        let started = std::time::Instant::now();
-        while logged() < 2 && started.elapsed().as_secs() < 120 {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let pid = rank_pid(child.id(), 1).expect("rank 1 is running");
-        assert!(Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap().success());
-        let killed = std::time::Instant::now();
-        // The job ends, it does not hang: poll within a timeout.
-        while child.try_wait().unwrap().is_none() && killed.elapsed().as_secs() < 60 {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let ended = child.try_wait().unwrap();
-        if ended.is_none() {
-            child.kill().unwrap();
-        }
-        let out = child.wait_with_output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-        assert!(ended.is_some_and(|s| !s.success()), "the job ended with a failure within 60 s: {text}");
+        let killed = std::cell::Cell::new(None);
+        let job = mpirun(2, &train_args(&config, &split), &[]);
+        // The job ends, it does not hang: it is waited for within a limit.
+        let (ended, text) = ended_within(job, Duration::from_secs(180), |parent| {
+            wait_for_steps(&split, 2);
+            signal(rank_pid(parent, 1).expect("rank 1 is running"), "-KILL");
+            killed.set(Some(std::time::Instant::now()));
+        });
+        let after = killed.get().unwrap().elapsed().as_secs_f64();
+        assert!(
+            ended.is_some_and(|c| c != 0) && after < 60.0,
+            "the job ended with a failure within 60 s: {text}"
+        );
         assert!(text.contains("rank 1"), "the message names rank 1: {text}");
-        eprintln!("job ended {:.1} s after rank 1 was killed", killed.elapsed().as_secs_f64());
+        eprintln!("job ended {after:.1} s after rank 1 was killed");
 
         let (code, text) = run(mpirun(2, &["train", "--resume", split.to_str().unwrap()], &[]));
         assert_eq!(code, 0, "{text}");
@@ -1113,6 +1105,24 @@ mod mpi {
         (ended.map(|s| s.code().unwrap_or(-1)), text)
     }
 
+    /// Steps `run` has logged so far.
+    fn logged(run: &Path) -> usize {
+        std::fs::read_to_string(run.join("metrics.jsonl")).map_or(0, |t| t.lines().count())
+    }
+
+    /// Waits until `run` has logged `steps` steps (two minutes at most).
+    fn wait_for_steps(run: &Path, steps: usize) {
+        let started = std::time::Instant::now();
+        while logged(run) < steps && started.elapsed().as_secs() < 120 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// `kill <signal> <pid>`.
+    fn signal(pid: u32, signal: &str) {
+        assert!(Command::new("kill").args([signal, &pid.to_string()]).status().unwrap().success());
+    }
+
     /// A rank that stops without dying (SIGSTOP) would leave the other in a collective for
     /// ever: the watchdog (`ranks.timeout_s`, 5 s here) ends the job naming it.
     #[test]
@@ -1125,14 +1135,8 @@ mod mpi {
         args.extend(["--set".into(), "ranks.timeout_s=5".into()]);
         let stopped = std::cell::Cell::new(None);
         let (ended, text) = ended_within(mpirun(2, &args, &[]), Duration::from_secs(120), |parent| {
-            let logged =
-                || std::fs::read_to_string(out.join("metrics.jsonl")).map_or(0, |t| t.lines().count());
-            let started = std::time::Instant::now();
-            while logged() < 1 && started.elapsed().as_secs() < 60 {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            let pid = rank_pid(parent, 1).expect("rank 1 is running");
-            assert!(Command::new("kill").args(["-STOP", &pid.to_string()]).status().unwrap().success());
+            wait_for_steps(&out, 1);
+            signal(rank_pid(parent, 1).expect("rank 1 is running"), "-STOP");
             stopped.set(Some(std::time::Instant::now()));
         });
         let after = stopped.get().unwrap().elapsed().as_secs_f64();
@@ -1177,22 +1181,12 @@ mod mpi {
         for (first, then) in [(2, 1), (1, 2)] {
             let split = dir.join(format!("split-{first}-{then}"));
             // Stopped (SIGTERM to mpirun) after two steps, then resumed on the other count.
-            let logged =
-                || std::fs::read_to_string(split.join("metrics.jsonl")).map_or(0, |t| t.lines().count());
-            let (_, text) = ended_within(
-                mpirun(first, &train_args(&config, &split), &[]),
-                Duration::from_secs(120),
-                |parent| {
-                    let started = std::time::Instant::now();
-                    while logged() < 2 && started.elapsed().as_secs() < 100 {
-                        std::thread::sleep(Duration::from_millis(5));
-                    }
-                    assert!(
-                        Command::new("kill").args(["-TERM", &parent.to_string()]).status().unwrap().success()
-                    );
-                },
-            );
-            assert!(logged() < 4, "stopped before the end: {text}");
+            let job = mpirun(first, &train_args(&config, &split), &[]);
+            let (_, text) = ended_within(job, Duration::from_secs(120), |parent| {
+                wait_for_steps(&split, 2);
+                signal(parent, "-TERM");
+            });
+            assert!(logged(&split) < 4, "stopped before the end: {text}");
             let resume = ["train", "--resume", split.to_str().unwrap()];
             let (code, text) = run(mpirun(then, &resume, &[]));
             assert_eq!(code, 0, "{first} then {then} ranks: {text}");
