@@ -21,7 +21,7 @@ use trlvr::data::hash_files;
 use trlvr::data::{DEFAULT_TEMPLATE, DataSpec, Dataset, Layout, user_message};
 use trlvr::device::parse_device;
 use trlvr::eval::{
-    EvalConfig, EvalProblem, EvalProgress, EvalSet, Evaluation, Mode, Phase, Report, SampleStore,
+    EvalConfig, EvalProblem, EvalProgress, EvalSet, Evaluation, Mode, Phase, Report, SampleStore, SoloSource,
 };
 use trlvr::prelude::*;
 use trlvr::rollout::MAX_NEW_TOKENS;
@@ -78,6 +78,11 @@ pub struct Args {
     /// paper's paragraph alternation (method.md §5).
     #[arg(long, value_name = "SCHEDULE")]
     handoff: Option<String>,
+    /// An earlier evaluation's `--out` of the same senior, data and sampler (another
+    /// handoff schedule, say): its solo samples are taken, and with the same junior their
+    /// legibility and drift, so only the handoff samples are drawn.
+    #[arg(long, value_name = "DIR")]
+    solo_from: Option<PathBuf>,
     /// Where both models run, and in what precision.
     #[command(flatten)]
     device: DeviceArgs,
@@ -104,6 +109,8 @@ pub struct Job {
     pub device: String,
     /// Their precision.
     pub dtype: Option<Precision>,
+    /// An earlier evaluation's folder whose solo samples (and measures) are taken.
+    pub solo_from: Option<PathBuf>,
     /// Output folder.
     pub out: PathBuf,
     /// A study's run: progress lines prefixed with this, no tables printed.
@@ -123,6 +130,7 @@ impl Args {
             handoff: self.handoff.clone().map(|name| (name, Value::Null)),
             device: self.device.device.clone(),
             dtype: self.device.dtype,
+            solo_from: self.solo_from.clone(),
             out: self.out.clone(),
             label: None,
         }
@@ -188,7 +196,12 @@ pub fn evaluate(job: &Job, ranks: &Ranks) -> Result<Report> {
     let models = Identities::of(job, &pair)?;
     let settings = sample_settings(&eval, &models, job);
     let samples_path = job.out.join("samples.jsonl");
-    let mut store = open_store(&samples_path, &settings, &sets, ranks)?;
+    let source = job.solo_from.as_deref().map(|dir| solo_source(dir, &settings)).transpose()?;
+    let mut store = open_store(&samples_path, &settings, &sets, ranks, source.as_ref())?;
+    let eval = match &source {
+        Some(source) => eval.with_solo_source(source),
+        None => eval,
+    };
     let report = sample_and_measure(&eval, &sets, &mut store, job.label.as_deref(), ranks)?;
     if !ranks.leads() {
         return Ok(report);
@@ -292,10 +305,39 @@ fn sample_settings(eval: &Evaluation<'_>, models: &Identities, job: &Job) -> Val
     settings
 }
 
-/// The samples drawn so far. Rank 0 opens (and mends) the samples file; the other ranks
-/// then read what it holds, once every rank agrees on the build, problems and settings.
-fn open_store(path: &Path, settings: &Value, sets: &[EvalSet], ranks: &Ranks) -> Result<SampleStore> {
+/// The solo samples of the evaluation in `dir` (and their measures, from its eval.json).
+fn solo_source(dir: &Path, settings: &Value) -> Result<SoloSource> {
+    let report_path = dir.join("eval.json");
+    let report: Option<Report> = match std::fs::read_to_string(&report_path) {
+        Ok(text) => {
+            Some(serde_json::from_str(&text).with_context(|| format!("reading {}", report_path.display()))?)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("reading {}", report_path.display())),
+    };
+    Ok(SoloSource::read(&dir.join("samples.jsonl"), report.as_ref(), settings)?)
+}
+
+/// The samples drawn so far. Rank 0 opens (and mends) the samples file and adds the solo
+/// samples `source` has; the other ranks then read what it holds, once every rank agrees
+/// on the build, problems and settings.
+fn open_store(
+    path: &Path,
+    settings: &Value,
+    sets: &[EvalSet],
+    ranks: &Ranks,
+    source: Option<&SoloSource>,
+) -> Result<SampleStore> {
     let mut store = if ranks.leads() { Some(SampleStore::open(path, settings)?) } else { None };
+    if let (Some(store), Some(source)) = (store.as_mut(), source) {
+        let taken = source.adopt(store)?;
+        let (_, measured) = source.len();
+        eprintln!(
+            "{}: took {taken} problems' solo samples from {} ({measured} with their legibility)",
+            path.display(),
+            source.path().display()
+        );
+    }
     if ranks.size() > 1 {
         let build = std::env::current_exe().context("finding this executable")?;
         agree(ranks.collective(), "trlvr build", &hash_files(&[build])?.to_le_bytes())?;
@@ -399,6 +441,9 @@ fn write_outputs(job: &Job, report: &Report, written: &Written<'_>, wall_seconds
         .collect();
     out["template"] = json!(DEFAULT_TEMPLATE);
     out["samples"] = json!(written.samples);
+    if let Some(dir) = &job.solo_from {
+        out["solo_from"] = json!(dir);
+    }
     out["wall_seconds"] = json!(wall_seconds);
     out["decode_errors"] = json!(written.decode_errors);
     out["units"] = json!({

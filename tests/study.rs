@@ -235,6 +235,20 @@ fn a_quick_study_runs_and_resumes_to_the_same_report() {
         assert!(report.contains(&format!("![{plot}]({plot})")), "{plot}");
     }
 
+    // The word evaluation takes the step one's solo samples and their measures.
+    for run in ["grpo-seed1", "start"] {
+        let eval = |e: &str| json(&whole.join(format!("runs/{run}/eval-{e}/eval.json")));
+        let (step, word) = (eval("step"), eval("word"));
+        assert!(word["solo_from"].as_str().unwrap().ends_with("eval-step"), "{}", word["solo_from"]);
+        assert_eq!(word["throughput"]["solo_tokens"], 0);
+        assert!(word["throughput"]["handoff_tokens"].as_u64().unwrap() > 0);
+        let problems = |e: &Value| e["sets"][0]["problems"].as_array().unwrap().clone();
+        assert_eq!(problems(&step).len(), problems(&word).len());
+        for (a, b) in problems(&step).iter().zip(&problems(&word)) {
+            assert_eq!((&a["solo_correct"], &a["legibility"]), (&b["solo_correct"], &b["legibility"]));
+        }
+    }
+
     // Killed midway (after its first run is trained and evaluated), then started again:
     // the finished runs are kept, and the report is the uninterrupted one's, times aside.
     let broken = f.dir.join("broken");

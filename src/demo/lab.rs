@@ -3,7 +3,7 @@
 //! problems with an evaluation's partner, its solo steps' notation counted.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -164,6 +164,7 @@ impl Lab for DemoLab<'_> {
         run_dir: &Path,
         evaluation: &str,
         _dir: &Path,
+        _earlier: &[(String, PathBuf)],
         _ranks: &Ranks,
     ) -> Result<Evaluated> {
         let arm = self.arm(run)?;

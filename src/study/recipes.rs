@@ -94,6 +94,19 @@ impl<'a> Recipes<'a> {
         }
         Ok(trlvr::train::RunDir::open(run_dir)?.checkpoint_dir(recipe.train.steps))
     }
+
+    /// The earlier evaluation of a run whose solo samples an evaluation with `junior`
+    /// takes: every evaluation of a study shares the senior, problems and sampler, so any
+    /// drawn one serves; one with the same junior gives their legibility too.
+    fn solo_source(&self, junior: &str, earlier: &[(String, PathBuf)]) -> Result<Option<PathBuf>> {
+        let mut drawn = Vec::new();
+        for (name, dir) in earlier.iter().filter(|(_, dir)| dir.join("samples.jsonl").exists()) {
+            let entry = self.study.evaluations.iter().find(|x| &x.name == name).context("an evaluation")?;
+            drawn.push((self.study.eval_junior(entry, &self.warmups)? == junior, dir));
+        }
+        let same_junior = drawn.iter().find(|(same, _)| *same);
+        Ok(same_junior.or(drawn.first()).map(|(_, dir)| (*dir).clone()))
+    }
 }
 
 impl Lab for Recipes<'_> {
@@ -149,10 +162,12 @@ impl Lab for Recipes<'_> {
         run_dir: &Path,
         evaluation: &str,
         dir: &Path,
+        earlier: &[(String, PathBuf)],
         ranks: &Ranks,
     ) -> Result<Evaluated> {
         let e = &self.study.file.evaluation;
         let entry = self.study.evaluations.iter().find(|x| x.name == evaluation).context("an evaluation")?;
+        let junior = self.study.eval_junior(entry, &self.warmups)?;
         let defaults = EvalConfig::default();
         let ks = e.k.clone().unwrap_or_else(|| defaults.ks.iter().copied().filter(|&k| k <= e.n).collect());
         let sampling = Sampling {
@@ -162,7 +177,7 @@ impl Lab for Recipes<'_> {
         };
         let job = Job {
             senior: self.senior_of(run, run_dir)?,
-            junior: Some(resolve_model(&self.study.eval_junior(entry, &self.warmups)?)?),
+            junior: Some(resolve_model(&junior)?),
             data: e.data.clone(),
             limit: e.limit,
             config: EvalConfig {
@@ -183,6 +198,7 @@ impl Lab for Recipes<'_> {
                 .transpose()?,
             device: e.device.clone(),
             dtype: e.dtype,
+            solo_from: self.solo_source(&junior, earlier)?,
             out: dir.to_path_buf(),
             label: Some(format!("{run} {evaluation}")),
         };

@@ -4,7 +4,7 @@
 //! (`trlvr study`), or the demo's tiny models.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -35,6 +35,8 @@ pub trait Lab: Sync {
 
     /// Evaluates `run` (trained into `run_dir`; as it is, for an arm not trained) in
     /// `evaluation`, into `dir` (resuming what an interrupted start left there).
+    /// `earlier` names the run's evaluations drawn before this one, with their folders:
+    /// what they drew that this one would draw alike may be taken from them.
     ///
     /// # Errors
     /// Evaluation errors.
@@ -44,6 +46,7 @@ pub trait Lab: Sync {
         run_dir: &Path,
         evaluation: &str,
         dir: &Path,
+        earlier: &[(String, PathBuf)],
         ranks: &Ranks,
     ) -> Result<Evaluated>;
 }
@@ -268,6 +271,8 @@ impl Work<'_> {
         let dir = self.plan.run_dir(key);
         for &e in &t.evaluations {
             let (name, fingerprint) = &run.evaluations[e];
+            let earlier: Vec<(String, PathBuf)> =
+                run.evaluations[..e].iter().map(|(n, _)| (n.clone(), self.plan.eval_dir(key, n))).collect();
             let eval_dir = self.plan.eval_dir(key, name);
             if ranks.leads() {
                 self.plan.start_eval(run, name, fingerprint)?;
@@ -276,7 +281,7 @@ impl Work<'_> {
             self.say(ranks, &format!("{key}: evaluating ({name})"));
             let evaluated = self
                 .lab
-                .evaluate(key, &dir, name, &eval_dir, ranks)
+                .evaluate(key, &dir, name, &eval_dir, &earlier, ranks)
                 .with_context(|| format!("evaluating run {key} ({name}, in {})", eval_dir.display()))?;
             evaluated.validate()?;
             if ranks.leads() {

@@ -1,12 +1,13 @@
 //! Evaluation: the pass@k estimator against enumeration, the tax and its paired
 //! interval on a hand example, legibility and drift against direct computations, a
-//! positive control (a junior that cannot read the senior's notation), and resuming.
+//! positive control (a junior that cannot read the senior's notation), resuming, and an
+//! evaluation under a second schedule taking the first one's solo samples.
 
 use burn::prelude::*;
 use proptest::prelude::*;
 use trlvr::eval::{
     Bootstrap, ChainStats, CompareConfig, Comparison, EvalConfig, EvalProblem, EvalSet, Evaluation, Mode,
-    ProblemResult, Report, Run, SampleStore, Shown, Throughput, pass_at_k, prompt_hash,
+    ProblemResult, Report, Run, SampleStore, Shown, SoloSource, Throughput, pass_at_k, prompt_hash,
 };
 use trlvr::prelude::*;
 
@@ -536,4 +537,76 @@ fn the_handoff_mode_takes_another_schedule() {
     let refused =
         Evaluation::new(&senior, &junior, &classes, toy_config(), &detokenize).unwrap().with_handoff(&solo);
     assert!(refused.unwrap_err().to_string().contains("never hands over"));
+}
+
+/// A second evaluation of the same senior under the word schedule takes the first one's
+/// solo samples and measures: the same report as drawing them again, with no solo token
+/// drawn; the measures are taken only for the source's own samples and junior, and a
+/// source drawn with another sampler is refused.
+#[test]
+fn a_second_schedule_takes_the_first_evaluation_s_solo_samples_and_measures() {
+    let device = Device::default();
+    let senior = BigramLm::new(&senior_table(), &device);
+    let junior = BigramLm::new(&scrambled_junior_table(), &device);
+    let classes = classes();
+    let dir = std::env::temp_dir().join(format!("trlvr-eval-solo-source-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (first_path, second_path) = (dir.join("first.jsonl"), dir.join("second.jsonl"));
+    let first = Evaluation::new(&senior, &junior, &classes, toy_config(), &detokenize).unwrap();
+    let mut store = SampleStore::open(&first_path, &first.sample_settings()).unwrap();
+    let mut first_report = first.run(&toy_sets(12), &mut store, &mut |_| {}).unwrap();
+    let word = WordBoundary::new(0.5, 32).unwrap();
+    let second = || {
+        Evaluation::new(&senior, &junior, &classes, toy_config(), &detokenize).unwrap().with_handoff(&word).unwrap()
+    };
+    let fresh = second().run(&toy_sets(12), &mut SampleStore::in_memory(), &mut |_| {}).unwrap();
+    let settings = second().sample_settings();
+    let source = SoloSource::read(&first_path, Some(&first_report), &settings).unwrap();
+    assert_eq!(source.len(), (12, 12));
+    let mut store = SampleStore::open(&second_path, &settings).unwrap();
+    assert_eq!(source.adopt(&mut store).unwrap(), 12);
+    let taken = second().with_solo_source(&source).run(&toy_sets(12), &mut store, &mut |_| {}).unwrap();
+    assert_eq!(taken.sets, fresh.sets, "the same figures as drawing and measuring again");
+    assert_eq!(taken.throughput.solo_tokens, 0);
+    assert!(taken.throughput.handoff_tokens > 0);
+    assert_eq!(source.adopt(&mut store).unwrap(), 0, "nothing is taken twice");
+
+    // The measures are the source's, not measured again: a marked one comes through,
+    // but not onto samples that are not the source's.
+    first_report.sets[0].problems[0].legibility.junior_nll += 100.0;
+    first_report.sets[0].problems[1].legibility.junior_nll += 100.0;
+    let marked = SoloSource::read(&first_path, Some(&first_report), &settings).unwrap();
+    let mut own = store_record(&first_path, 2);
+    own.samples[0].tokens.insert(0, A);
+    own.samples[0].owners.insert(0, 'S');
+    let with_own = || {
+        let mut store = SampleStore::in_memory();
+        store.append(vec![own.clone()]).unwrap();
+        assert_eq!(marked.adopt(&mut store).unwrap(), 11);
+        store
+    };
+    let report = second().with_solo_source(&marked).run(&toy_sets(12), &mut with_own(), &mut |_| {}).unwrap();
+    let measured = second().run(&toy_sets(12), &mut with_own(), &mut |_| {}).unwrap();
+    let nll = |r: &Report, i: usize| r.sets[0].problems[i].legibility.junior_nll;
+    assert_eq!(nll(&report, 0), nll(&measured, 0) + 100.0);
+    assert_eq!(nll(&measured, 0), nll(&fresh, 0));
+    assert_eq!(report.sets[0].problems[1], measured.sets[0].problems[1], "problem 2's samples are its own");
+    assert_ne!(nll(&report, 1), nll(&fresh, 1) + 100.0);
+
+    // Another junior: the samples, not their measures. Another sampler: refused.
+    let mut other = settings.clone();
+    other["junior"] = "another".into();
+    assert_eq!(SoloSource::read(&first_path, Some(&first_report), &other).unwrap().len(), (12, 0));
+    let mut hotter = settings.clone();
+    hotter["seed"] = 7.into();
+    let err = SoloSource::read(&first_path, None, &hotter).unwrap_err().to_string();
+    assert!(err.contains("first.jsonl") && err.contains("seed: 0 -> 7"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Problem `id`'s solo record in the samples file `path`.
+fn store_record(path: &std::path::Path, id: usize) -> trlvr::eval::ProblemSamples {
+    let (_, store) = SampleStore::read_any(path).unwrap();
+    store.records().find(|r| r.id == id && r.mode == Mode::Solo).unwrap().clone()
 }

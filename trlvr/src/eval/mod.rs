@@ -32,6 +32,9 @@
 //! handoff's first paragraph is the solo sample's (common random numbers: the tax is
 //! measured with less noise, and is exactly 0 for a junior identical to the senior).
 //!
+//! A second evaluation of one senior under another handoff schedule takes the first's
+//! solo samples and measures ([`SoloSource`]) and draws its handoff samples only.
+//!
 //! Two evaluations over the same problems (two seniors, say) are compared in [`compare`]:
 //! B − A of every figure, with intervals from one set of resampled problems for both.
 //!
@@ -60,6 +63,7 @@ pub mod compare;
 mod config;
 pub mod legibility;
 mod report;
+mod reuse;
 mod stats;
 mod store;
 
@@ -73,6 +77,7 @@ pub use compare::{
 pub use config::EvalConfig;
 pub use legibility::{Chain, ChainStats};
 pub use report::{Drift, Figures, Legibility, ProblemResult, Report, SetReport, Tax, Throughput};
+pub use reuse::SoloSource;
 pub use stats::{Bootstrap, Estimate, newcombe, pass_at_k, ratio_of_sums, wilson};
 pub use store::{Mode, ProblemSamples, Sample, SampleStore};
 
@@ -159,6 +164,8 @@ pub struct Evaluation<'m> {
     ranks: &'m dyn Collective,
     /// The handoff mode's schedule, when not the paragraph alternation.
     handoff: Option<&'m dyn HandoffSchedule>,
+    /// Solo measures taken from an earlier evaluation of the same samples.
+    solo_source: Option<&'m SoloSource>,
 }
 
 impl std::fmt::Debug for Evaluation<'_> {
@@ -197,7 +204,7 @@ impl<'m> Evaluation<'m> {
             return Err(Error::Config("batch_problems, max_rounds and max_new_tokens must be >= 1".into()));
         }
         config.sampling.validate()?;
-        Ok(Self { senior, junior, classes, config, detokenize, ranks: &Single, handoff: None })
+        Ok(Self { senior, junior, classes, config, detokenize, ranks: &Single, handoff: None, solo_source: None })
     }
 
     /// Evaluates as one rank of `ranks` (data parallelism; [`crate::collective`]): the
@@ -227,6 +234,15 @@ impl<'m> Evaluation<'m> {
         }
         self.handoff = Some(schedule);
         Ok(self)
+    }
+
+    /// Takes the legibility and drift of the solo samples `source` measured (with this
+    /// junior) instead of measuring them again; [`SoloSource::adopt`] puts its samples in
+    /// the store. Samples that are not the source's are measured as usual.
+    #[must_use]
+    pub fn with_solo_source(mut self, source: &'m SoloSource) -> Self {
+        self.solo_source = Some(source);
+        self
     }
 
     /// The configuration.
@@ -471,9 +487,6 @@ impl<'m> Evaluation<'m> {
         solo: &ProblemSamples,
         handoff: &ProblemSamples,
     ) -> Result<ProblemResult> {
-        // A sample's text tokens: without the EOS that closed it.
-        let shown =
-            |s: &Sample| s.tokens.len() - usize::from(s.finish == Finish::Eos && !s.tokens.is_empty());
         let correct = |samples: &ProblemSamples| {
             samples
                 .samples
@@ -485,18 +498,10 @@ impl<'m> Evaluation<'m> {
         };
         let (solo_correct, handoff_correct) = (correct(solo), correct(handoff));
         let budget = self.config.logits_budget;
-        let chains: Vec<Chain<'_>> = solo
-            .samples
-            .iter()
-            .filter(|s| shown(s) > 0)
-            .map(|s| Chain { prompt: &p.prompt, response: &s.tokens[..shown(s)] })
-            .collect();
-        let mut legibility = ChainStats::default();
-        if !chains.is_empty() {
-            for stats in legibility::compare(self.senior, self.junior, &chains, budget)? {
-                legibility.add(&stats);
-            }
-        }
+        let legibility = match self.solo_source.and_then(|s| s.legibility(&set.name, solo)) {
+            Some(measured) => measured,
+            None => self.solo_legibility(p, solo)?,
+        };
         let owners: Vec<Vec<Owner>> = handoff
             .samples
             .iter()
@@ -532,6 +537,28 @@ impl<'m> Evaluation<'m> {
             prompt_hash: Some(prompt_hash(&p.prompt)),
         })
     }
+
+    /// Legibility and drift of one problem's solo chains.
+    fn solo_legibility(&self, p: &EvalProblem, solo: &ProblemSamples) -> Result<ChainStats> {
+        let chains: Vec<Chain<'_>> = solo
+            .samples
+            .iter()
+            .filter(|s| shown(s) > 0)
+            .map(|s| Chain { prompt: &p.prompt, response: &s.tokens[..shown(s)] })
+            .collect();
+        let mut legibility = ChainStats::default();
+        if !chains.is_empty() {
+            for stats in legibility::compare(self.senior, self.junior, &chains, self.config.logits_budget)? {
+                legibility.add(&stats);
+            }
+        }
+        Ok(legibility)
+    }
+}
+
+/// A sample's text tokens: without the EOS that closed it.
+fn shown(s: &Sample) -> usize {
+    s.tokens.len() - usize::from(s.finish == Finish::Eos && !s.tokens.is_empty())
 }
 
 fn check_sets(sets: &[EvalSet]) -> Result<()> {

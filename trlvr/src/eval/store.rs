@@ -95,7 +95,7 @@ impl SampleStore {
     /// written with other settings, or holds a malformed line other than a cut-short last
     /// one.
     pub fn open(path: impl AsRef<Path>, settings: &Value) -> Result<Self> {
-        Self::load(path.as_ref(), settings, true)
+        Ok(Self::load(path.as_ref(), Some(settings), true)?.1)
     }
 
     /// The samples `path` holds, kept in memory only: for the ranks other than 0 of a
@@ -104,12 +104,35 @@ impl SampleStore {
     /// # Errors
     /// As [`SampleStore::open`].
     pub fn read(path: impl AsRef<Path>, settings: &Value) -> Result<Self> {
-        let mut store = Self::load(path.as_ref(), settings, false)?;
+        let (_, mut store) = Self::load(path.as_ref(), Some(settings), false)?;
         store.path = None;
         Ok(store)
     }
 
-    fn load(path: &Path, settings: &Value, write: bool) -> Result<Self> {
+    /// The settings `path` was written with and the samples it holds, in memory only:
+    /// another evaluation's file, read without changing it.
+    ///
+    /// # Errors
+    /// [`Error::Data`] for a file that is missing, empty or does not read.
+    pub fn read_any(path: impl AsRef<Path>) -> Result<(Value, Self)> {
+        let (settings, mut store) = Self::load(path.as_ref(), None, false)?;
+        store.path = None;
+        let settings = settings.ok_or_else(|| Error::Data {
+            path: path.as_ref().to_path_buf(),
+            line: None,
+            message: "no samples file here".into(),
+        })?;
+        Ok((settings, store))
+    }
+
+    /// Every record held, in no particular order.
+    pub fn records(&self) -> impl Iterator<Item = &ProblemSamples> {
+        self.records.values()
+    }
+
+    /// The file's settings (none for a new or empty file) and its store; `settings`, when
+    /// given, must be the file's.
+    fn load(path: &Path, settings: Option<&Value>, write: bool) -> Result<(Option<Value>, Self)> {
         let path = path.to_path_buf();
         let fail = |line: Option<usize>, message: String| Error::Data { path: path.clone(), line, message };
         let mut store = Self { path: Some(path.clone()), records: HashMap::new() };
@@ -119,18 +142,18 @@ impl SampleStore {
             Err(e) => return Err(fail(None, format!("cannot read: {e}"))),
         };
         if text.trim().is_empty() {
-            if !write {
-                return Ok(store);
-            }
+            let Some(settings) = settings.filter(|_| write) else {
+                return Ok((None, store));
+            };
             let header = Header { trlvr_eval_samples: 1, settings: settings.clone() };
             let line = serde_json::to_string(&header).expect("settings serialise");
             std::fs::write(&path, line + "\n").map_err(|e| fail(None, format!("cannot write: {e}")))?;
-            return Ok(store);
+            return Ok((Some(settings.clone()), store));
         }
         let lines: Vec<&str> = text.split_inclusive('\n').collect();
         let header: Header =
             serde_json::from_str(lines[0]).map_err(|e| fail(Some(1), format!("not a samples file: {e}")))?;
-        if &header.settings != settings {
+        if let Some(settings) = settings.filter(|s| **s != header.settings) {
             return Err(fail(
                 Some(1),
                 format!(
@@ -169,7 +192,7 @@ impl SampleStore {
             std::fs::write(&path, text[..keep].to_string() + end)
                 .map_err(|e| fail(None, format!("cannot write: {e}")))?;
         }
-        Ok(store)
+        Ok((Some(header.settings), store))
     }
 
     /// The samples of `id` in `set` under `mode`, if drawn for the prompt with
@@ -239,7 +262,7 @@ fn key(r: &ProblemSamples) -> Key {
 }
 
 /// The top-level keys whose values differ, as `key: old -> new`.
-fn differences(old: &Value, new: &Value) -> Vec<String> {
+pub(super) fn differences(old: &Value, new: &Value) -> Vec<String> {
     let (Some(a), Some(b)) = (old.as_object(), new.as_object()) else {
         return vec![format!("{old} -> {new}")];
     };
