@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use burn::prelude::Device;
 use tokenizers::Tokenizer;
 use trlvr::prelude::*;
-use trlvr_models::{ChatTokenizer, Decoder, ModelConfig, ModelFamily};
+use trlvr_models::{ChatMessage, ChatTemplate, ChatTokenizer, Decoder, ModelConfig, ModelFamily};
 
 use crate::precision::Precision;
 
@@ -124,20 +124,22 @@ pub struct Loaded {
     pub config: ModelConfig,
     pub tokenizer: Tokenizer,
     pub eos: Vec<TokenId>,
+    /// The model's own chat template, if it has one.
+    pub chat: Option<ChatTemplate>,
 }
 
 impl Loaded {
     /// `path` is a directory in the Hugging Face layout or a `.gguf` file.
     pub fn from_path(path: &Path, device: &Device) -> Result<Self> {
-        let (decoder, config, tokenizer, mut eos) = if path.is_dir() {
+        let (decoder, config, tokenizer, mut eos, chat) = if path.is_dir() {
             let (decoder, config) = trlvr_models::load_hf_dir(path, device)?;
             let tokenizer_path = path.join("tokenizer.json");
             let tokenizer = trlvr::vocab::read_tokenizer(&tokenizer_path)?;
             let eos = trlvr_models::generation::eos_ids(path)?;
-            (decoder, config, tokenizer, eos)
+            (decoder, config, tokenizer, eos, ChatTemplate::from_hf_dir(path)?)
         } else if path.extension().is_some_and(|e| e == "gguf") {
             let (decoder, config, tokenizer) = trlvr_models::load_gguf(path, device)?;
-            (decoder, config, tokenizer, Vec::new())
+            (decoder, config, tokenizer, Vec::new(), ChatTemplate::from_gguf(path)?)
         } else if path.exists() {
             bail!("{}: expected a Hugging Face model directory or a .gguf file", path.display());
         } else {
@@ -154,7 +156,10 @@ impl Loaded {
         if eos.is_empty() {
             bail!("{}: no EOS id found (generation_config.json or the tokenizer)", path.display());
         }
-        Ok(Self { decoder, config, tokenizer, eos })
+        if chat.is_none() && tokenizer.token_to_id("<|im_start|>").is_some() {
+            eprintln!("note: {} has no chat template; prompts are written in ChatML", path.display());
+        }
+        Ok(Self { decoder, config, tokenizer, eos, chat })
     }
 
     /// The model as a copy that only generates and scores: its weights cast to
@@ -168,17 +173,30 @@ impl Loaded {
         self
     }
 
-    /// The prompt ids for one user message: the model's chat template (ChatML; Qwen3
-    /// with thinking off), or the raw text.
+    /// The prompt ids for one user message (`raw`: the message's own ids).
     pub fn prompt(&self, message: &str, raw: bool) -> Result<Vec<TokenId>> {
-        let text = if raw || self.tokenizer.token_to_id("<|im_start|>").is_none() {
+        let text = if raw { message.to_string() } else { self.chat_text(message)? };
+        self.encode(&text)
+    }
+
+    /// One user turn and the assistant's opening, as transformers' `apply_chat_template`
+    /// writes it with the model's own template, thinking off (`enable_thinking=False`:
+    /// Qwen3's template then writes an empty think block). A model without a template gets
+    /// ChatML when its tokenizer has the markers (Qwen3's empty think block included),
+    /// otherwise the message as it is.
+    fn chat_text(&self, message: &str) -> Result<String> {
+        if let Some(template) = &self.chat {
+            let mut kwargs = serde_json::Map::new();
+            kwargs.insert("enable_thinking".into(), false.into());
+            return Ok(template.render(&[ChatMessage::user(message)], true, &kwargs)?);
+        }
+        Ok(if self.tokenizer.token_to_id("<|im_start|>").is_none() {
             message.to_string()
         } else if self.config.model_type == ModelFamily::Qwen3 {
             ChatTokenizer::render_user_turn(message)
         } else {
             format!("<|im_start|>user\n{message}<|im_end|>\n<|im_start|>assistant\n")
-        };
-        self.encode(&text)
+        })
     }
 
     /// Token ids of `text`, special-token markers included as such.

@@ -247,10 +247,11 @@ fn score_generate_and_tandem_in_bf16_stay_close_to_f32() {
     let (code, out, err) = trlvr(&[&args[..], &["--max-new-tokens", "24"]].concat(), "");
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("Paris"), "{out}");
-    // tandem: the same first token, its log-prob moved by bf16's rounding only.
+    // tandem, greedy: the same first token, its log-prob moved by bf16's rounding only
+    // (a sampled token may land on either side of a boundary bf16 moves).
     let first = |dtype: &str| -> (u64, f64) {
         let args = ["tandem", "--senior", &model, "--prompt", "Count to three.", "--group", "1"];
-        let rest = ["--max-new-tokens", "2", "--seed", "3", "--json", "--dtype", dtype];
+        let rest = ["--max-new-tokens", "2", "--temperature", "0", "--json", "--dtype", dtype];
         let (code, out, err) = trlvr(&[&args[..], &rest].concat(), "");
         assert_eq!(code, 0, "{err}");
         let line: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();

@@ -76,9 +76,12 @@ pub enum Error {
     /// A model named by its Hugging Face id is not in the local cache ([`crate::hub`]).
     #[error("{0}")]
     Hub(String),
-    /// A tokenizer or chat template could not be loaded or applied.
+    /// A tokenizer could not be loaded or applied.
     #[error("tokenizer: {0}")]
     Tokenizer(String),
+    /// A chat template could not be read, parsed or rendered ([`crate::template`]).
+    #[error("{0}")]
+    Template(String),
 }
 
 /// `Result` with [`Error`].

@@ -25,6 +25,7 @@
 //! | models by Hugging Face id, from the local Hugging Face cache | [`hub`] |
 //! | `trlvr::model::Partner` and `Policy` for [`Decoder`] | (trait impls) |
 //! | Qwen3 chat template for one user turn | [`chat`] |
+//! | a model's own chat template (Jinja), as transformers renders it | [`template`] |
 //!
 //! Data flows: `config.json` + `*.safetensors` -> [`load_hf_dir`] -> [`Decoder`];
 //! then either the tensor-level [`Decoder::forward`] (right-padded `[batch, seq]` ids,
@@ -84,6 +85,7 @@ mod partner;
 mod pool;
 pub mod rope;
 pub mod save;
+pub mod template;
 
 pub use cache::{KvCache, RowCache};
 pub use chat::ChatTokenizer;
@@ -94,3 +96,4 @@ pub use gguf::load_gguf;
 pub use layers::linear;
 pub use load::{load_hf_dir, open_partner};
 pub use save::save_hf_dir;
+pub use template::{ChatMessage, ChatTemplate};

@@ -558,7 +558,10 @@ fn a_second_schedule_takes_the_first_evaluation_s_solo_samples_and_measures() {
     let mut first_report = first.run(&toy_sets(12), &mut store, &mut |_| {}).unwrap();
     let word = WordBoundary::new(0.5, 32).unwrap();
     let second = || {
-        Evaluation::new(&senior, &junior, &classes, toy_config(), &detokenize).unwrap().with_handoff(&word).unwrap()
+        Evaluation::new(&senior, &junior, &classes, toy_config(), &detokenize)
+            .unwrap()
+            .with_handoff(&word)
+            .unwrap()
     };
     let fresh = second().run(&toy_sets(12), &mut SampleStore::in_memory(), &mut |_| {}).unwrap();
     let settings = second().sample_settings();

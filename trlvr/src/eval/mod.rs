@@ -204,7 +204,16 @@ impl<'m> Evaluation<'m> {
             return Err(Error::Config("batch_problems, max_rounds and max_new_tokens must be >= 1".into()));
         }
         config.sampling.validate()?;
-        Ok(Self { senior, junior, classes, config, detokenize, ranks: &Single, handoff: None, solo_source: None })
+        Ok(Self {
+            senior,
+            junior,
+            classes,
+            config,
+            detokenize,
+            ranks: &Single,
+            handoff: None,
+            solo_source: None,
+        })
     }
 
     /// Evaluates as one rank of `ranks` (data parallelism; [`crate::collective`]): the
