@@ -63,11 +63,11 @@ impl ExportExtras {
                     ));
                 }
             }
-        } else if let Some(template) = gguf_chat_template(source)? {
+        } else if let Some(template) = &model.chat {
             let token = |id: Option<&TokenId>| id.and_then(|&i| model.tokenizer.id_to_token(i));
             let config = serde_json::json!({
                 "tokenizer_class": "PreTrainedTokenizerFast",
-                "chat_template": template,
+                "chat_template": template.source(),
                 "eos_token": token(model.eos.first()),
                 "model_max_length": model.config.max_position_embeddings,
             });
@@ -94,15 +94,6 @@ impl ExportExtras {
         }
         Ok(())
     }
-}
-
-/// The chat template in a GGUF file's metadata, if `path` is one and has it.
-fn gguf_chat_template(path: &Path) -> Result<Option<String>> {
-    if path.extension().is_none_or(|e| e != "gguf") {
-        return Ok(None);
-    }
-    let file = trlvr_models::gguf::GgufFile::open(path)?;
-    Ok(file.metadata.get("tokenizer.chat_template").and_then(|v| v.as_str()).map(str::to_owned))
 }
 
 /// A senior and its junior, loaded for generation; no junior means self-paired.
@@ -138,8 +129,10 @@ impl Loaded {
             let eos = trlvr_models::generation::eos_ids(path)?;
             (decoder, config, tokenizer, eos, ChatTemplate::from_hf_dir(path)?)
         } else if path.extension().is_some_and(|e| e == "gguf") {
-            let (decoder, config, tokenizer) = trlvr_models::load_gguf(path, device)?;
-            (decoder, config, tokenizer, Vec::new(), ChatTemplate::from_gguf(path)?)
+            let file = trlvr_models::gguf::GgufFile::open(path)?;
+            let config = file.model_config()?;
+            let decoder = file.decoder(&config, device)?;
+            (decoder, config, file.tokenizer()?, Vec::new(), ChatTemplate::from_gguf(&file)?)
         } else if path.exists() {
             bail!("{}: expected a Hugging Face model directory or a .gguf file", path.display());
         } else {

@@ -42,6 +42,8 @@ impl ChatMessage {
 #[derive(Debug)]
 pub struct ChatTemplate {
     env: Environment<'static>,
+    /// Its Jinja text (an export writes it back out).
+    source: String,
     /// The special tokens the template sees (`bos_token`, `eos_token`, ...).
     special: Map<String, serde_json::Value>,
     /// Where it came from (messages and records).
@@ -71,12 +73,17 @@ impl ChatTemplate {
         env.add_filter("tojson", tojson);
         env.add_template_owned(NAME, source.to_string())
             .map_err(|e| Error::Template(format!("the chat template of {origin} does not parse: {e}")))?;
-        Ok(Self { env, special, origin })
+        Ok(Self { env, source: source.to_string(), special, origin })
     }
 
     /// Where the template came from.
     pub fn origin(&self) -> &str {
         &self.origin
+    }
+
+    /// Its Jinja text.
+    pub fn source(&self) -> &str {
+        &self.source
     }
 
     /// The text of `messages`, with the assistant's opening when `add_generation_prompt`;
@@ -143,9 +150,8 @@ impl ChatTemplate {
     /// off `tokenizer.ggml.tokens`; `None` if it has none.
     ///
     /// # Errors
-    /// The file's, if it does not read; [`Error::Template`] if the template does not parse.
-    pub fn from_gguf(path: &Path) -> Result<Option<Self>> {
-        let file = crate::gguf::GgufFile::open(path)?;
+    /// [`Error::Template`] if the template does not parse.
+    pub fn from_gguf(file: &crate::gguf::GgufFile) -> Result<Option<Self>> {
         let Some(source) = file.metadata.get("tokenizer.chat_template").and_then(|v| v.as_str()) else {
             return Ok(None);
         };
@@ -164,7 +170,7 @@ impl ChatTemplate {
                 special.insert(name.into(), token.into());
             }
         }
-        Self::new(source, special, format!("{} (tokenizer.chat_template)", path.display())).map(Some)
+        Self::new(source, special, format!("{} (tokenizer.chat_template)", file.path().display())).map(Some)
     }
 
     /// A template file the user names (`--chat-template`), with `special` tokens.
