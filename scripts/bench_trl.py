@@ -1,6 +1,6 @@
 """Hugging Face TRL's GRPOTrainer on the work of `cargo bench --bench train_step`.
 
-SmolLM2-135M-Instruct (the GGUF file scripts/fetch_smollm2.sh fetches, loaded in f32),
+SmolLM2-135M-Instruct (the GGUF file `trlvr fetch smollm2-135m` fetches, loaded in f32),
 the same two GSM8K problems with the same plain prompt text, 2 prompts x 8 completions,
 64 new tokens (EOS ignored through `min_new_tokens`, as the bench ignores it; `--eos`
 lets responses stop), T 0.6, one optimizer update per step (num_iterations 1, beta 0:
@@ -39,7 +39,8 @@ parser.add_argument("--eos", action="store_true", help="let responses stop at EO
 args = parser.parse_args()
 torch.set_num_threads(args.threads)
 
-gguf = pathlib.Path(subprocess.check_output(["bash", str(ROOT / "scripts/fetch_smollm2.sh")], text=True).strip())
+fetch = ["cargo", "run", "--release", "-q", "--", "fetch", "smollm2-135m"]
+gguf = pathlib.Path(subprocess.check_output(fetch, cwd=ROOT, text=True).strip())
 tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
 model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
 # Loaded from GGUF, the model is marked quantized though its weights are f32; the trainer

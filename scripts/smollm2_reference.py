@@ -15,7 +15,7 @@ Contents:
 
 Usage (needs torch, transformers and gguf, in a venv):
   python scripts/smollm2_reference.py [path/to/SmolLM2-135M-Instruct.Q4_1.gguf]
-The path defaults to what scripts/fetch_smollm2.sh prints.
+The path defaults to what `trlvr fetch smollm2-135m` prints.
 """
 
 import json
@@ -48,8 +48,8 @@ def main() -> None:
     if len(sys.argv) > 1:
         path = sys.argv[1]
     else:
-        script = os.path.join(ROOT, "scripts", "fetch_smollm2.sh")
-        path = subprocess.run([script], check=True, capture_output=True, text=True).stdout.strip()
+        fetch = ["cargo", "run", "--release", "-q", "--", "fetch", "smollm2-135m"]
+        path = subprocess.run(fetch, cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
     directory, name = os.path.split(path)
     torch.manual_seed(0)
     tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=name)

@@ -26,7 +26,7 @@ use trlvr::eval::{
 use trlvr::prelude::*;
 use trlvr::rollout::MAX_NEW_TOKENS;
 
-use crate::model::{Loaded, Pair};
+use crate::model::{ChatChoice, Loaded, Pair};
 use crate::options::{DeviceArgs, Grading, PairArgs, SamplingArgs};
 use crate::precision::Precision;
 use crate::ranks::Ranks;
@@ -109,6 +109,8 @@ pub struct Job {
     pub device: String,
     /// Their precision.
     pub dtype: Option<Precision>,
+    /// How the senior writes prompts.
+    pub chat_template: ChatChoice,
     /// An earlier evaluation's folder whose solo samples (and measures) are taken.
     pub solo_from: Option<PathBuf>,
     /// Output folder.
@@ -130,6 +132,7 @@ impl Args {
             handoff: self.handoff.clone().map(|name| (name, Value::Null)),
             device: self.device.device.clone(),
             dtype: self.device.dtype,
+            chat_template: self.pair.chat_template.clone(),
             solo_from: self.solo_from.clone(),
             out: self.out.clone(),
             label: None,
@@ -220,7 +223,12 @@ pub fn evaluate(job: &Job, ranks: &Ranks) -> Result<Report> {
 
 /// The senior and the junior, which must share one vocabulary.
 fn load_pair(job: &Job, device: &Device) -> Result<Pair> {
-    let pair = PairArgs { senior: job.senior.clone(), junior: job.junior.clone() }.load(device, job.dtype)?;
+    let pair = PairArgs {
+        senior: job.senior.clone(),
+        junior: job.junior.clone(),
+        chat_template: job.chat_template.clone(),
+    }
+    .load(device, job.dtype)?;
     if let Some(junior) = &pair.junior
         && (junior.tokenizer.get_vocab(true) != pair.senior.tokenizer.get_vocab(true)
             || junior.config.vocab_size != pair.senior.config.vocab_size)
@@ -280,6 +288,8 @@ fn config(args: &Args) -> EvalConfig {
 struct Identities {
     senior: Value,
     junior: Value,
+    /// The prompts' template where it is not the senior's own ([`ChatChoice::identity`]).
+    chat_template: Option<String>,
 }
 
 impl Identities {
@@ -289,7 +299,7 @@ impl Identities {
             (Some(path), Some(j)) => identity(path, j)?,
             _ => senior.clone(),
         };
-        Ok(Self { senior, junior })
+        Ok(Self { senior, junior, chat_template: job.chat_template.identity()? })
     }
 }
 
@@ -299,6 +309,9 @@ fn sample_settings(eval: &Evaluation<'_>, models: &Identities, job: &Job) -> Val
     settings["senior"] = models.senior.clone();
     settings["junior"] = models.junior.clone();
     settings["template"] = json!(DEFAULT_TEMPLATE);
+    if let Some(chat) = &models.chat_template {
+        settings["chat_template"] = json!(chat);
+    }
     if let Some(precision) = job.dtype.filter(|&p| p != Precision::F32) {
         settings["dtype"] = json!(precision.name());
     }

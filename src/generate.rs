@@ -7,7 +7,7 @@ use anyhow::Result;
 use trlvr::device::parse_device;
 use trlvr::prelude::*;
 
-use crate::model::{Loaded, resolve_model};
+use crate::model::{ChatChoice, Loaded, resolve_model};
 use crate::options::{DeviceArgs, PromptArgs, SamplingArgs};
 use crate::progress::{show, steps_bar};
 
@@ -20,6 +20,10 @@ pub struct Args {
     /// The prompt.
     #[command(flatten)]
     prompt: PromptArgs,
+    /// How the prompt is written: `own` (the model's chat template), `chatml`, or a Jinja
+    /// file or Hugging Face folder whose template is used instead.
+    #[arg(long, default_value = "own", value_name = "own|chatml|FILE")]
+    chat_template: ChatChoice,
     /// Response cap in tokens.
     #[arg(long, default_value_t = 128)]
     max_new_tokens: usize,
@@ -35,8 +39,9 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device.device)?;
     crate::precision::check(args.device.dtype, &device, "--dtype")?;
-    let model =
-        Loaded::from_path(&resolve_model(&args.model.to_string_lossy())?, &device)?.frozen(args.device.dtype);
+    let model = Loaded::from_path(&resolve_model(&args.model.to_string_lossy())?, &device)?
+        .with_chat(&args.chat_template)?
+        .frozen(args.device.dtype);
     let classes = TokenClasses::from_tokenizer(&model.tokenizer, &model.eos)?;
     let prompt = args.prompt.ids(&model)?;
     let config = RolloutConfig {

@@ -5,6 +5,7 @@ mod data;
 mod demo;
 mod eval;
 mod familiar;
+mod fetch;
 mod generate;
 mod handoff;
 mod input;
@@ -75,6 +76,8 @@ enum Command {
     Verify(verify::Args),
     /// List the objectives, schedules, partners and rewards available, loading plugin libraries.
     Plugins(plugins::Args),
+    /// Print where a named model is, fetching `smollm2-135m` on first use (for scripts).
+    Fetch(fetch::Args),
 }
 
 // The recipe's fuzz test measures allocations through the guard.
@@ -104,5 +107,6 @@ fn main() -> Result<()> {
         Command::Data(args) => data::run(&args),
         Command::Sft(args) => sft::run(&args),
         Command::Plot(args) => plot::run(&args),
+        Command::Fetch(args) => fetch::run(&args),
     }
 }

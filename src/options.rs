@@ -13,7 +13,7 @@ use trlvr::plugin::Plugged;
 use trlvr::prelude::*;
 use trlvr_verifiers::{Extraction, MathVerifier};
 
-use crate::model::{Loaded, Pair, resolve_model};
+use crate::model::{ChatChoice, Loaded, Pair, resolve_model};
 use crate::precision::Precision;
 
 /// `--device`, `--dtype`: where the models run, and in what precision.
@@ -38,6 +38,10 @@ pub struct PairArgs {
     /// The junior (default: the senior again, self-paired); same tokenizer.
     #[arg(long)]
     pub junior: Option<PathBuf>,
+    /// How the senior writes prompts: `own` (its chat template), `chatml`, or a Jinja
+    /// file or Hugging Face folder whose template is used instead.
+    #[arg(long, default_value = "own", value_name = "own|chatml|FILE")]
+    pub chat_template: ChatChoice,
 }
 
 impl PairArgs {
@@ -47,7 +51,8 @@ impl PairArgs {
         let load = |path: &Path| -> Result<Loaded> {
             Ok(Loaded::from_path(&resolve_model(&path.to_string_lossy())?, device)?.frozen(precision))
         };
-        Ok(Pair { senior: load(&self.senior)?, junior: self.junior.as_deref().map(load).transpose()? })
+        let senior = load(&self.senior)?.with_chat(&self.chat_template)?;
+        Ok(Pair { senior, junior: self.junior.as_deref().map(load).transpose()? })
     }
 
     /// The junior as given, or the senior's path when self-paired.

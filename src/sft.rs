@@ -11,7 +11,7 @@ use trlvr::device::parse_device;
 use trlvr::train::{SftConfig, SftExample, fit_sft};
 use trlvr_models::save_hf_dir;
 
-use crate::model::{Loaded, resolve_model};
+use crate::model::{ChatChoice, Loaded, resolve_model};
 use crate::progress::steps_bar;
 
 /// Arguments of `trlvr sft`.
@@ -35,6 +35,10 @@ pub struct Args {
     /// The user message, with `{question}` (default: the paper's, as training uses).
     #[arg(long, default_value = DEFAULT_TEMPLATE)]
     prompt_template: String,
+    /// How prompts are written: `own` (the model's chat template), `chatml`, or a Jinja
+    /// file or Hugging Face folder whose template is used instead (the export carries it).
+    #[arg(long, default_value = "own", value_name = "own|chatml|FILE")]
+    chat_template: ChatChoice,
     /// Optimizer steps.
     #[arg(long, default_value_t = 16)]
     steps: usize,
@@ -68,6 +72,7 @@ impl Args {
             solution_field: spec.solution_field.clone(),
             limit: spec.limit,
             prompt_template: DEFAULT_TEMPLATE.into(),
+            chat_template: spec.chat_template.clone(),
             steps: spec.steps,
             batch_size: spec.batch_size,
             lr: spec.lr,
@@ -96,7 +101,7 @@ pub fn warm_up(args: &Args) -> Result<()> {
     let pairs = read_pairs(&args.data, &args.question_field, &args.solution_field, args.limit)?;
     let device = parse_device(&args.device)?.autodiff();
     let source = resolve_model(&args.model)?;
-    let model = Loaded::from_path(&source, &device)?;
+    let model = Loaded::from_path(&source, &device)?.with_chat(&args.chat_template)?;
     let extras = crate::model::ExportExtras::of(&source, &model)?;
     // The assistant's turn ends with the chat's end-of-turn marker where there is one.
     let end = model.tokenizer.token_to_id("<|im_end|>").unwrap_or(model.eos[0]);

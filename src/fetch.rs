@@ -1,0 +1,22 @@
+//! `trlvr fetch`: where a named model is, fetched first when it is `smollm2-135m`; what
+//! scripts call for a path (`$(trlvr fetch smollm2-135m)`).
+
+use anyhow::{Result, bail};
+
+/// Arguments of `trlvr fetch`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// `smollm2-135m`, a Hugging Face id (`org/name[@revision]`, from the local cache) or
+    /// a path.
+    model: String,
+}
+
+/// Runs the command.
+pub fn run(args: &Args) -> Result<()> {
+    let path = crate::model::resolve_model(&args.model)?;
+    if !path.exists() {
+        bail!("{}: no such model", path.display());
+    }
+    println!("{}", path.display());
+    Ok(())
+}
