@@ -172,6 +172,7 @@ pub fn train_run(recipe: Recipe, out: &Path, start: Start, label: Option<&str>, 
 
     // Data, reward, schedule, objective.
     let data = TaskData::load(&recipe, &senior)?;
+    let first_prompt = data.train.first().map(|e| senior.decode(&e.prompt)).transpose()?;
     let schedule = registry.schedule(&recipe.schedule().name, &recipe.schedule().json()?)?;
     let objective = registry.objective(&recipe.objective().name, &recipe.objective().json()?)?;
     let classes = TokenClasses::from_tokenizer(&senior.tokenizer, &senior.eos)?;
@@ -196,6 +197,9 @@ pub fn train_run(recipe: Recipe, out: &Path, start: Start, label: Option<&str>, 
     }
     if ranks.leads() && label.is_none() {
         describe(&recipe, &senior_path, &*schedule, &*objective, &trainer, ranks, out);
+        if let Some(text) = first_prompt {
+            eprintln!("the first prompt, as the senior reads it:\n{text}\n");
+        }
     }
     fit(&mut trainer, &run, &recipe, out, label, ranks)
 }

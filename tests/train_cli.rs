@@ -98,6 +98,14 @@ fn each_arm_trains_from_a_recipe_and_its_checkpoints_open() {
             trlvr(&["train", "--config", config.to_str().unwrap(), "--out", out.to_str().unwrap()]);
         assert_eq!(code, 0, "{arm}: {text}");
         assert!(text.contains("step 3/3"), "{arm}: progress lines: {text}");
+        // The log shows the first prompt as the senior reads it (ChatML with Qwen3's empty
+        // think block: the tiny model has no chat template of its own).
+        let first = "the first prompt, as the senior reads it:\n<|im_start|>user\nWhat is 2 + 2? Solve the \
+                     following math problem step by step.";
+        assert!(
+            text.contains(first) && text.contains("<|im_start|>assistant\n<think>\n\n</think>\n\n"),
+            "{text}"
+        );
         let metrics = lines(&out.join("metrics.jsonl"));
         assert_eq!(metrics.len(), 3, "{arm}");
         assert!(metrics.iter().all(|m| m["loss"].as_f64().is_some_and(f64::is_finite)), "{arm}");
