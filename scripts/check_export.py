@@ -7,8 +7,9 @@ log-probabilities of a response match trlvr's own (`trlvr score`) within a toler
 Self-contained: it makes a tiny random Qwen3 over the real Qwen3 tokenizer
 (assets/qwen3-tokenizer, with its tokenizer_config.json) with transformers, trains it two
 TRLVR steps with `trlvr train` (a checkpoint's export; a random model earns almost no
-reward, so its weights move little) and 8 supervised steps with `trlvr sft` (weights that
-moved), and checks both exports. Needs torch and transformers (`pip install torch transformers`);
+reward, so its weights move little), 8 supervised steps with `trlvr sft` (weights that
+moved) and two TRLVR steps in bf16 (a bf16 export, compared in f32), and checks the three
+exports. Needs torch and transformers (`pip install torch transformers`);
 not run by CI.
 
 Usage: python3 scripts/check_export.py [--trlvr target/release/trlvr] [--keep DIR]
@@ -49,7 +50,7 @@ def source_model(folder):
         shutil.copy(os.path.join(ROOT, "assets/qwen3-tokenizer", name), folder)
 
 
-def train(trlvr, work, source):
+def train(trlvr, work, source, name="run", sets=()):
     data = os.path.join(work, "data.jsonl")
     with open(data, "w") as f:
         f.writelines(json.dumps(row) + "\n" for row in DATA)
@@ -62,9 +63,26 @@ def train(trlvr, work, source):
             "micro_batch_rows = 4\nmax_new_tokens = 6\nlr = 0.01\ncheckpoint_every = 1\n"
             "skip_zero_advantage = false\n"
         )
-    run = os.path.join(work, "run")
-    subprocess.run([trlvr, "train", "--config", recipe, "--out", run], check=True)
+    run = os.path.join(work, name)
+    extra = [arg for s in sets for arg in ("--set", s)]
+    subprocess.run([trlvr, "train", "--config", recipe, "--out", run, *extra], check=True)
     return os.path.join(run, "checkpoints", "step-000002")
+
+
+def bf16_export(trlvr, work, source):
+    """A run trained in mixed bf16 precision: its export is bf16, as config.json says."""
+    export = train(trlvr, work, source, "run-bf16", ["senior.dtype=bf16"])
+    with open(os.path.join(export, "config.json")) as f:
+        dtype = json.load(f)["torch_dtype"]
+    with open(os.path.join(export, "model.safetensors"), "rb") as f:
+        header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+    stored = sorted({v["dtype"] for k, v in header.items() if k != "__metadata__"})
+    print(f"bf16 run's export: torch_dtype {dtype}, tensors stored as {stored}")
+    assert dtype == "bfloat16" and stored == ["BF16"], (dtype, stored)
+    native = AutoModelForCausalLM.from_pretrained(export, torch_dtype="auto")
+    print(f"  transformers loads it as {next(native.parameters()).dtype} (torch_dtype auto)")
+    assert next(native.parameters()).dtype == torch.bfloat16
+    return export
 
 
 def sft(trlvr, work, source):
@@ -129,7 +147,8 @@ def main():
     source_model(source)
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
     worst = max(check(args.trlvr, export, source, work)
-                for export in [train(args.trlvr, work, source), sft(args.trlvr, work, source)])
+                for export in [train(args.trlvr, work, source), sft(args.trlvr, work, source),
+                               bf16_export(args.trlvr, work, source)])
     if not args.keep:
         shutil.rmtree(work)
     sys.exit(0 if worst <= TOLERANCE else 1)

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use trlvr::eval::Estimate;
-use trlvr::study::{Analysis, Claim, Cost, Figure, Threshold, Verdict};
+use trlvr::study::{Analysis, Claim, Cost, Figure, PAIR_FIGURES, Threshold, Verdict};
 
 use super::runner::Design;
 
@@ -125,6 +125,7 @@ pub fn markdown(input: &Input<'_>) -> String {
     provenance(&mut md, input);
     verdicts(&mut md, input);
     declared(&mut md, input);
+    pairs(&mut md, input);
     tables(&mut md, input);
     tests(&mut md, input);
     for (title, body) in &input.sections {
@@ -255,6 +256,35 @@ fn claim_lines(c: &Claim) -> Vec<String> {
         lines.push(format!("requires {} {}", r.label(true), r.threshold.words()));
     }
     lines
+}
+
+/// Each pair of arms a precondition compares, on every pair figure: the drift check the
+/// claims rest on, and what moved with it.
+fn pairs(md: &mut String, input: &Input<'_>) {
+    let a = input.analysis;
+    if a.pairs.is_empty() {
+        return;
+    }
+    let percent = 100.0 * a.config.confidence;
+    let _ = write!(
+        md,
+        "\n## Preconditions, figure by figure\n\nEach pair of arms a precondition compares, a − b pooled over \
+         seeds [{percent:.0}% interval], on the figures it could move.\n\n| a − b | evaluation |"
+    );
+    for f in &PAIR_FIGURES {
+        let _ = write!(md, " {} ({}) |", f.name(), f.difference_unit());
+    }
+    *md += "\n|---|---|";
+    md.push_str(&"---:|".repeat(PAIR_FIGURES.len()));
+    *md += "\n";
+    for p in &a.pairs {
+        let _ = write!(md, "| {} − {} | {} |", p.a, p.b, p.evaluation);
+        for f in &PAIR_FIGURES {
+            let cell = p.figures.get(f).map_or("n/a".into(), |x| show(x, f.decimals()));
+            let _ = write!(md, " {cell} |");
+        }
+        *md += "\n";
+    }
 }
 
 fn tables(md: &mut String, input: &Input<'_>) {

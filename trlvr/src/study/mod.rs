@@ -149,6 +149,25 @@ pub struct Row {
     pub figures: BTreeMap<Figure, ArmFigure>,
 }
 
+/// The two arms of a precondition that compares them (`grpo − warm-up`: the drift the
+/// claims need), on every figure it could move, in one evaluation: whether the
+/// precondition's figure moved alone or with the others.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairRow {
+    /// The evaluation.
+    pub evaluation: String,
+    /// `a` of `a − b`.
+    pub a: String,
+    /// `b` of `a − b`.
+    pub b: String,
+    /// a − b, pooled over seeds, with its interval at the study's confidence.
+    pub figures: BTreeMap<Figure, Estimate>,
+}
+
+/// The figures a precondition's pair is shown on.
+pub const PAIR_FIGURES: [Figure; 6] =
+    [Figure::Solo, Figure::Handoff, Figure::Tax, Figure::JuniorCe, Figure::Kl, Figure::SoloLength];
+
 /// What a study's results say: the table and the claims.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Analysis {
@@ -156,6 +175,9 @@ pub struct Analysis {
     pub config: AnalysisConfig,
     /// Per evaluation, per arm.
     pub rows: Vec<Row>,
+    /// Each precondition's pair of arms on [`PAIR_FIGURES`], per evaluation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<PairRow>,
     /// Every claim, read.
     pub claims: Vec<ClaimReading>,
     /// How each arm's seed-level variance enters its intervals.
@@ -263,14 +285,51 @@ impl Analysis {
                 rows.push(row);
             }
         }
+        let pairs = pairs(claims, &evaluations, config.confidence, &|e, name, f| {
+            if arm(name).is_some_and(|a| a.evaluations.contains_key(e)) {
+                distribution(e, name, f).map(Some)
+            } else {
+                Ok(None)
+            }
+        })?;
         let seed_notes = arms.iter().map(|a| (a.name.clone(), seed_note(a.seeds.len()))).collect();
-        Ok(Self { config: *config, rows, claims: readings, seed_notes })
+        Ok(Self { config: *config, rows, pairs, claims: readings, seed_notes })
     }
 
     /// The row of `arm` in `evaluation`.
     pub fn row(&self, evaluation: &str, arm: &str) -> Option<&Row> {
         self.rows.iter().find(|r| r.evaluation == evaluation && r.arm == arm)
     }
+}
+
+/// Each precondition's pair `a − b` (once per pair) on [`PAIR_FIGURES`], in every
+/// evaluation both arms have; `distribution` gives an arm's draws (`None`: not evaluated there).
+fn pairs(
+    claims: &[Claim],
+    evaluations: &[String],
+    confidence: f64,
+    distribution: &dyn Fn(&str, &str, &Figure) -> Result<Option<Distribution>>,
+) -> Result<Vec<PairRow>> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut rows = Vec::new();
+    for t in claims.iter().flat_map(|c| &c.requires) {
+        let Some(b) = &t.b else { continue };
+        if !seen.insert((t.a.clone(), b.clone())) {
+            continue;
+        }
+        for e in evaluations {
+            let mut figures = BTreeMap::new();
+            for f in &PAIR_FIGURES {
+                if let (Some(x), Some(y)) = (distribution(e, &t.a, f)?, distribution(e, b, f)?) {
+                    figures.insert(f.clone(), x.minus(&y).estimate(confidence));
+                }
+            }
+            if !figures.is_empty() {
+                rows.push(PairRow { evaluation: e.clone(), a: t.a.clone(), b: b.clone(), figures });
+            }
+        }
+    }
+    Ok(rows)
 }
 
 /// Every result of `evaluation` poses the problems `first` does: the same datasets, ids

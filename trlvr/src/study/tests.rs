@@ -331,3 +331,30 @@ fn claim_four_over_settings_with_seeds_follows_the_seed_resampling() {
     assert_eq!(v, Verdict::NotShown, "{holds:?}");
     assert_eq!(holds[1], Verdict::NotShown, "a third of the seeds pay the tax: {holds:?}");
 }
+
+/// A precondition comparing two arms puts that pair on every pair figure, once, in each
+/// evaluation both have: its own figure the same estimate the precondition was read at.
+#[test]
+fn a_precondition_s_pair_is_shown_on_every_pair_figure() {
+    let arm = |name: &str, runs: Vec<Evaluated>| ArmResults {
+        name: name.into(),
+        seeds: (1..=runs.len() as u64).collect(),
+        evaluations: BTreeMap::from([("step".to_string(), runs)]),
+    };
+    let grpo = arm("grpo", vec![crafted(|i| i % 5, 0), crafted(|i| i % 3, 0)]);
+    let trlvr = arm("trlvr", vec![crafted(|i| i % 4, 0), crafted(|i| i % 2, 0)]);
+    let base = arm("base", vec![crafted(|i| i % 2, 0)]);
+    let requires = serde_json::json!([{ "figure": "solo", "a": "grpo", "b": "base", "above": 0.0 }]);
+    let c = claims(serde_json::json!([
+        { "id": "x", "statement": "s", "figure": "solo", "a": "trlvr", "b": "grpo", "above": 0.0, "requires": requires },
+        { "id": "y", "statement": "t", "figure": "tax", "a": "trlvr", "b": "grpo", "below": 0.0, "requires": requires },
+    ]));
+    let a = Analysis::new(&[grpo, trlvr, base], &c, &AnalysisConfig::default()).unwrap();
+    assert_eq!(a.pairs.len(), 1, "one pair, though two claims require it");
+    let pair = &a.pairs[0];
+    assert_eq!((pair.a.as_str(), pair.b.as_str(), pair.evaluation.as_str()), ("grpo", "base", "step"));
+    assert_eq!(pair.figures[&Figure::Solo], a.claims[0].requires[0].estimate);
+    let tax = |arm: &str| a.row("step", arm).unwrap().figures[&Figure::Tax].estimate.value;
+    assert!((pair.figures[&Figure::Tax].value - (tax("grpo") - tax("base"))).abs() < 1e-9);
+    assert_eq!(pair.figures.len(), PAIR_FIGURES.len());
+}
