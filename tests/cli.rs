@@ -790,3 +790,118 @@ fn one_name_per_concept_and_old_spellings_still_work() {
         assert!(help.contains(new) && !help.contains(&format!("{old} ")), "{command}: {help}");
     }
 }
+
+/// A hub server on a local port answering as huggingface.co does for one repository:
+/// its file listing, a file's first byte (its commit and etag headers), a file from a byte
+/// on. Every path asked is logged.
+#[cfg(feature = "hub-download")]
+fn hub_server(
+    files: Vec<(&'static str, Vec<u8>)>,
+    commit: &str,
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (log, commit) = (asked.clone(), commit.to_string());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut request, mut range) = (String::new(), None);
+            reader.read_line(&mut request).unwrap();
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if line.trim().is_empty() {
+                    break;
+                }
+                if let Some(r) = line.to_lowercase().strip_prefix("range: bytes=") {
+                    let (a, b) = r.trim().split_once('-').unwrap();
+                    range = Some((a.parse::<usize>().unwrap(), b.parse::<usize>().ok()));
+                }
+            }
+            let path = request.split_whitespace().nth(1).unwrap().to_string();
+            log.lock().unwrap().push(path.clone());
+            let listing = serde_json::json!({
+                "sha": commit,
+                "siblings": files.iter().map(|(n, _)| serde_json::json!({ "rfilename": n })).collect::<Vec<_>>(),
+            });
+            let file = path
+                .strip_prefix("/Org/tiny-model/resolve/main/")
+                .and_then(|f| files.iter().enumerate().find(|(_, (n, _))| *n == f));
+            let (status, headers, body) = match (path.as_str(), file) {
+                ("/api/models/Org/tiny-model/revision/main", _) => {
+                    ("200 OK", String::new(), listing.to_string().into_bytes())
+                }
+                (_, Some((i, (_, bytes)))) => {
+                    let (a, b) = range.unwrap_or((0, None));
+                    let b = b.unwrap_or(bytes.len() - 1);
+                    let headers = format!(
+                        "Content-Range: bytes {a}-{b}/{}\r\nETag: \"blob{i}\"\r\nX-Repo-Commit: {commit}\r\n",
+                        bytes.len()
+                    );
+                    ("206 Partial Content", headers, bytes[a..=b].to_vec())
+                }
+                _ => ("404 Not Found", String::new(), Vec::new()),
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(&body));
+        }
+    });
+    (endpoint, asked)
+}
+
+/// With `hub-download`, a model named by id and missing from the cache is downloaded into
+/// it in the layout `hf download` writes (its model files only, byte for byte, under the
+/// commit the server named); `HF_HUB_OFFLINE` keeps trlvr off the network.
+#[cfg(feature = "hub-download")]
+#[test]
+fn a_missing_hub_model_is_downloaded_into_the_cache() {
+    let commit = "d".repeat(40);
+    let files = vec![
+        ("config.json", br#"{"model_type":"llama"}"#.to_vec()),
+        ("model.safetensors", (0..3000u32).map(|i| (i * 7) as u8).collect()),
+        ("tokenizer_config.json", br#"{"chat_template":"{{ x }}"}"#.to_vec()),
+        ("README.md", b"# card".to_vec()),
+        ("pytorch_model.bin", vec![1; 10]),
+    ];
+    let (endpoint, asked) = hub_server(files.clone(), &commit);
+    let home = scratch("hub-download");
+    let fetch = |id: &str, offline: bool| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_trlvr"));
+        command.args(["fetch", id]).env("HF_HOME", &home).env("HF_ENDPOINT", &endpoint);
+        command.env_remove("HF_HUB_CACHE").env_remove("HF_TOKEN").env_remove("HF_HUB_OFFLINE");
+        if offline {
+            command.env("HF_HUB_OFFLINE", "1");
+        }
+        let out = command.output().unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, out, err) = fetch("Org/tiny-model", false);
+    assert_eq!(code, Some(0), "{err}");
+    let snapshot = home.join("hub/models--Org--tiny-model/snapshots").join(&commit);
+    assert_eq!(out.trim(), snapshot.display().to_string());
+    for (name, bytes) in &files[..3] {
+        assert_eq!(&std::fs::read(snapshot.join(name)).unwrap(), bytes, "{name}");
+    }
+    for name in ["README.md", "pytorch_model.bin"] {
+        assert!(!snapshot.join(name).exists(), "{name} is not a model file");
+    }
+    let seen = asked.lock().unwrap().len();
+    // Found in the cache now: nothing asked.
+    assert_eq!(fetch("Org/tiny-model", false).0, Some(0));
+    assert_eq!(asked.lock().unwrap().len(), seen);
+    let (code, _, err) = fetch("Org/absent", true);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("not in the Hugging Face cache"), "{err}");
+    assert_eq!(asked.lock().unwrap().len(), seen, "offline: nothing asked");
+    let (code, _, err) = fetch("Org/absent", false);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("Org/absent") && err.contains(&endpoint), "{err}");
+    let _ = std::fs::remove_dir_all(&home);
+}

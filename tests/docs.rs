@@ -146,3 +146,47 @@ fn every_method_reference_names_a_section() {
     assert!(cited > 30, "only {cited} references found: the scan is broken");
     assert!(missing.is_empty(), "references to sections docs/method.md lacks:\n{}", missing.join("\n"));
 }
+
+/// One row of docs/figures.toml.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CurrentFigure {
+    what: String,
+    /// The heading of docs/performance.md with the dated run.
+    measured: String,
+    figure: String,
+    command: String,
+    machine: String,
+}
+
+/// README.md's current-figures table is docs/figures.toml rendered (between its two
+/// markers); `TRLVR_BLESS=1` writes it there instead of comparing.
+#[test]
+fn the_current_figures_table_is_figures_toml() {
+    #[derive(serde::Deserialize)]
+    struct File {
+        figure: Vec<CurrentFigure>,
+    }
+    let (start, end) = ("<!-- current figures: docs/figures.toml -->\n", "<!-- end of current figures -->");
+    let source = std::fs::read_to_string(root().join("docs/figures.toml")).unwrap();
+    let rows: File = toml::from_str(&source).unwrap();
+    let mut table = String::from("| what | figure | command | machine |\n|---|---|---|---|\n");
+    for r in &rows.figure {
+        table += &format!(
+            "| [{}](docs/performance.md#{}) | {} | {} | {} |\n",
+            r.what, r.measured, r.figure, r.command, r.machine
+        );
+    }
+    let path = root().join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let (before, rest) = readme.split_once(start).expect("README.md has the current-figures marker");
+    let (shown, after) = rest.split_once(end).expect("README.md has the end-of-figures marker");
+    if std::env::var_os("TRLVR_BLESS").is_some() {
+        std::fs::write(&path, format!("{before}{start}{table}{end}{after}")).unwrap();
+    } else {
+        assert_eq!(
+            shown, table,
+            "README.md's table differs from docs/figures.toml: rerun with TRLVR_BLESS=1"
+        );
+    }
+}

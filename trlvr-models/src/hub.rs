@@ -3,7 +3,9 @@
 //! `$HF_HUB_CACHE`, else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`; inside it
 //! `models--org--name/snapshots/<commit>/`, the commit read from `refs/<revision>`
 //! (`main` by default) or given as a commit hash. The model is that folder (a `config.json`
-//! in it) or its one `.gguf` file. Nothing is downloaded here.
+//! in it) or its one `.gguf` file. With the `hub-download` feature a model missing from
+//! the cache is downloaded into it first (the `hf-hub` crate, the layout `hf download`
+//! writes), unless `HF_HUB_OFFLINE` is set; without it nothing is downloaded here.
 
 use std::path::{Path, PathBuf};
 
@@ -41,7 +43,8 @@ pub fn resolve_in(cache: &Path, spec: &str) -> Result<PathBuf> {
     let missing = |what: String| {
         Error::Hub(format!(
             "{what}; download it into the Hugging Face cache first (`hf download {id}`, or \
-             `huggingface-cli download {id}`; HF_HOME / HF_HUB_CACHE choose the cache)"
+             `huggingface-cli download {id}`; HF_HOME / HF_HUB_CACHE choose the cache{})",
+            if cfg!(feature = "hub-download") { "" } else { "; or build trlvr with --features hub-download" }
         ))
     };
     if !repo.is_dir() {
@@ -86,15 +89,85 @@ pub fn resolve_in(cache: &Path, spec: &str) -> Result<PathBuf> {
     }
 }
 
-/// [`resolve_in`] the cache this process would use ([`cache_dir`]).
+/// [`resolve_in`] the cache this process would use ([`cache_dir`]); with the
+/// `hub-download` feature, a model missing there is first downloaded from `$HF_ENDPOINT`
+/// (default `https://huggingface.co`, token from `$HF_TOKEN`) unless `$HF_HUB_OFFLINE` is set.
 ///
 /// # Errors
-/// As [`resolve_in`]; also when no cache folder can be named (no `HOME`).
+/// As [`resolve_in`]; also when no cache folder can be named (no `HOME`), and with
+/// `hub-download` when the download fails.
 pub fn resolve(spec: &str) -> Result<PathBuf> {
     let cache = cache_dir().ok_or_else(|| {
         Error::Hub(format!("{spec}: no Hugging Face cache folder (set HF_HOME or HF_HUB_CACHE)"))
     })?;
+    #[cfg(feature = "hub-download")]
+    if resolve_in(&cache, spec).is_err() && !offline() {
+        let endpoint = std::env::var("HF_ENDPOINT").unwrap_or_else(|_| "https://huggingface.co".into());
+        download(&cache, &endpoint, spec, std::env::var("HF_TOKEN").ok())?;
+    }
     resolve_in(&cache, spec)
+}
+
+/// `HF_HUB_OFFLINE` set to anything but `0`/`false`/empty, as huggingface_hub reads it.
+#[cfg(feature = "hub-download")]
+fn offline() -> bool {
+    std::env::var("HF_HUB_OFFLINE")
+        .is_ok_and(|v| !matches!(v.trim().to_lowercase().as_str(), "" | "0" | "false"))
+}
+
+/// The files of a repository a model needs: every top-level `.json`, `.jinja`,
+/// `.safetensors` and `.txt` file (config, tokenizer, chat template, shards and their
+/// index, merges), or its one `.gguf` file when it has no safetensors; not other weight
+/// formats nor the card.
+#[cfg_attr(not(feature = "hub-download"), allow(dead_code))]
+fn wanted(files: &[String]) -> std::result::Result<Vec<String>, String> {
+    let has = |ext: &str| files.iter().any(|f| f.ends_with(ext));
+    if has(".safetensors") {
+        let keep = [".json", ".jinja", ".safetensors", ".txt"];
+        let top = |f: &&String| !f.contains('/') && keep.iter().any(|e| f.ends_with(e));
+        return Ok(files.iter().filter(top).cloned().collect());
+    }
+    let ggufs: Vec<String> = files.iter().filter(|f| f.ends_with(".gguf")).cloned().collect();
+    match ggufs.len() {
+        1 => Ok(ggufs),
+        0 => Err("no .safetensors nor .gguf file".into()),
+        n => Err(format!(
+            "{n} .gguf files ({}); download the one you want with `hf download <id> <file>`",
+            ggufs.join(", ")
+        )),
+    }
+}
+
+/// Downloads the model files of hub id `spec` ([`wanted`]) from `endpoint` into the hub
+/// cache `cache`, in the layout `hf download` writes (blobs, the snapshot, the ref).
+///
+/// # Errors
+/// [`Error::Hub`] naming the id and what failed.
+#[cfg(feature = "hub-download")]
+pub fn download(cache: &Path, endpoint: &str, spec: &str, token: Option<String>) -> Result<()> {
+    use hf_hub::api::sync::ApiBuilder;
+    use hf_hub::{Cache, Repo, RepoType};
+    use std::io::IsTerminal;
+
+    let (id, revision) = spec.split_once('@').unwrap_or((spec, "main"));
+    let failed = |e: &dyn std::fmt::Display| Error::Hub(format!("downloading {spec} from {endpoint}: {e}"));
+    // The token `hf auth login` saved beside the cache, unless one is given.
+    let mut builder = ApiBuilder::from_cache(Cache::new(cache.to_path_buf()))
+        .with_endpoint(endpoint.to_string())
+        .with_progress(std::io::stderr().is_terminal());
+    if token.is_some() {
+        builder = builder.with_token(token);
+    }
+    let api = builder.build().map_err(|e| failed(&e))?;
+    let repo = api.repo(Repo::with_revision(id.to_string(), RepoType::Model, revision.to_string()));
+    let info = repo.info().map_err(|e| failed(&e))?;
+    let files: Vec<String> = info.siblings.into_iter().map(|s| s.rfilename).collect();
+    let chosen = wanted(&files).map_err(|e| failed(&e))?;
+    eprintln!("downloading {spec} ({} files) from {endpoint} into {}", chosen.len(), cache.display());
+    for file in &chosen {
+        repo.download(file).map_err(|e| failed(&format!("{file}: {e}")))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -144,5 +217,34 @@ mod tests {
         }
         // A local folder of that shape is a path (the tests run in the crate's folder).
         assert!(Path::new("tests/fixtures").is_dir() && !is_hub_id("tests/fixtures"));
+    }
+
+    #[test]
+    fn a_repository_s_model_files_are_chosen_by_format() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let shards = names(&[
+            "config.json",
+            "model-00001-of-00002.safetensors",
+            "model-00002-of-00002.safetensors",
+            "model.safetensors.index.json",
+            "merges.txt",
+            "chat_template.jinja",
+            "model.gguf",
+            "README.md",
+            "onnx/model.onnx",
+            "onnx/config.json",
+        ]);
+        let want = names(&[
+            "config.json",
+            "model-00001-of-00002.safetensors",
+            "model-00002-of-00002.safetensors",
+            "model.safetensors.index.json",
+            "merges.txt",
+            "chat_template.jinja",
+        ]);
+        assert_eq!(wanted(&shards).unwrap(), want);
+        assert_eq!(wanted(&names(&["a.Q4.gguf", "README.md"])).unwrap(), names(&["a.Q4.gguf"]));
+        assert!(wanted(&names(&["a.Q4.gguf", "a.Q8.gguf"])).unwrap_err().contains("2 .gguf files"));
+        assert!(wanted(&names(&["pytorch_model.bin"])).unwrap_err().contains("no .safetensors"));
     }
 }
