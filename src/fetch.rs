@@ -2,6 +2,8 @@
 //! built with `hub-download`, when it is a Hugging Face id missing from the cache); what
 //! scripts call for a path (`$(trlvr fetch smollm2-135m)`).
 
+use std::io::Write as _;
+
 use anyhow::{Result, bail};
 
 /// Arguments of `trlvr fetch`.
@@ -18,6 +20,6 @@ pub fn run(args: &Args) -> Result<()> {
     if !path.exists() {
         bail!("{}: no such model", path.display());
     }
-    println!("{}", path.display());
+    writeln!(std::io::stdout().lock(), "{}", path.display())?;
     Ok(())
 }

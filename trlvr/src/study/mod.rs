@@ -285,7 +285,7 @@ impl Analysis {
                 rows.push(row);
             }
         }
-        let pairs = pairs(claims, &evaluations, config.confidence, &|e, name, f| {
+        let pairs = pairs(claims, &evaluations, config.confidence, |e, name, f| {
             if arm(name).is_some_and(|a| a.evaluations.contains_key(e)) {
                 distribution(e, name, f).map(Some)
             } else {
@@ -308,7 +308,7 @@ fn pairs(
     claims: &[Claim],
     evaluations: &[String],
     confidence: f64,
-    distribution: &dyn Fn(&str, &str, &Figure) -> Result<Option<Distribution>>,
+    distribution: impl Fn(&str, &str, &Figure) -> Result<Option<Distribution>>,
 ) -> Result<Vec<PairRow>> {
     let mut seen = std::collections::BTreeSet::new();
     let mut rows = Vec::new();
