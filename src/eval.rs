@@ -638,9 +638,11 @@ fn infer_layout(path: &Path) -> Result<Layout> {
     })
 }
 
-/// Who a model is: its path, architecture and [`model_fingerprint`], so resumed samples come
+/// Who a model is: its path (a name such as `smollm2-135m` or a Hugging Face id resolved to
+/// the files it names), architecture and [`model_fingerprint`], so resumed samples come
 /// from the same weights.
-fn identity(path: &Path, model: &Loaded) -> Result<Value> {
+fn identity(spec: &Path, model: &Loaded) -> Result<Value> {
+    let path = &crate::model::resolve_model(&spec.to_string_lossy())?;
     let c = &model.config;
     Ok(json!({
         "path": path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),

@@ -179,6 +179,25 @@ fn models_are_found_by_hugging_face_id_in_the_cache() {
     let (code, out, err) = run("HuggingFaceTB/SmolLM2-135M-Instruct");
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("Paris"), "{out}");
+    // An evaluation names its senior by id or by name (`smollm2-135m`), and records the
+    // file either resolved to.
+    for (senior, name) in [("HuggingFaceTB/SmolLM2-135M-Instruct", "by-id"), ("smollm2-135m", "by-name")] {
+        let out_dir = home.join(name);
+        let status = Command::new(env!("CARGO_BIN_EXE_trlvr"))
+            .args(["eval", "--senior", senior, "--data", "gsm8k-test", "--limit", "1", "--n", "1"])
+            .args(["--k", "1", "--max-new-tokens", "8", "--bootstrap", "10", "--out"])
+            .arg(&out_dir)
+            .env("HF_HOME", &home)
+            .env_remove("HF_HUB_CACHE")
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "{senior}: {}", String::from_utf8_lossy(&status.stderr));
+        let eval: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out_dir.join("eval.json")).unwrap()).unwrap();
+        let recorded = eval.to_string();
+        assert!(recorded.contains(".gguf"), "{senior}: the resolved file is recorded: {recorded}");
+    }
     let (code, _, err) = run("HuggingFaceTB/SmolLM2-360M-Instruct");
     assert_ne!(code, Some(0));
     assert!(err.contains("not in the Hugging Face cache") && err.contains("hf download"), "{err}");
