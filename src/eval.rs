@@ -26,7 +26,7 @@ use trlvr::eval::{
 use trlvr::prelude::*;
 use trlvr::rollout::MAX_NEW_TOKENS;
 
-use crate::model::{ChatChoice, Loaded, Pair};
+use crate::model::{ChatChoice, Loaded, Pair, resolve_model};
 use crate::options::{DeviceArgs, Grading, PairArgs, SamplingArgs};
 use crate::precision::Precision;
 use crate::ranks::Ranks;
@@ -165,6 +165,14 @@ pub fn run(args: &Args) -> Result<()> {
 /// (rank 0); the report.
 pub fn evaluate(job: &Job, ranks: &Ranks) -> Result<Report> {
     let wall = Instant::now();
+    // Models named by name (`smollm2-135m`) or Hugging Face id become the files they name,
+    // once: what is loaded, fingerprinted and recorded.
+    let model = |path: &Path| resolve_model(&path.to_string_lossy());
+    let job = &Job {
+        senior: model(&job.senior)?,
+        junior: job.junior.as_deref().map(model).transpose()?,
+        ..job.clone()
+    };
     // 1. Everything that can be wrong with the input, before any sampling.
     let datasets = job.data.iter().map(|d| resolve(d, job.limit)).collect::<Result<Vec<_>>>()?;
     let device = parse_device(&ranks.device(&job.device))?;
@@ -638,11 +646,9 @@ fn infer_layout(path: &Path) -> Result<Layout> {
     })
 }
 
-/// Who a model is: its path (a name such as `smollm2-135m` or a Hugging Face id resolved to
-/// the files it names), architecture and [`model_fingerprint`], so resumed samples come
+/// Who a model is: its path, architecture and [`model_fingerprint`], so resumed samples come
 /// from the same weights.
-fn identity(spec: &Path, model: &Loaded) -> Result<Value> {
-    let path = &crate::model::resolve_model(&spec.to_string_lossy())?;
+fn identity(path: &Path, model: &Loaded) -> Result<Value> {
     let c = &model.config;
     Ok(json!({
         "path": path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
