@@ -103,7 +103,7 @@ fn compare_prints_b_minus_a_with_paired_intervals() {
         row("handoff pass@1 (%)"),
         "| handoff pass@1 (%) | 50.0 | 50.0 | +0.0 [+0.0, +0.0] | no difference shown |"
     );
-    assert!(row("tax, solo − handoff pass@1 (points)").contains("| 0.0 | 20.0 | +20.0 ["), "{out}");
+    assert!(row("tax (points)").contains("| 0.0 | 20.0 | +20.0 ["), "{out}");
     assert_eq!(
         row("junior CE (nats/token)"),
         "| junior CE (nats/token) | 2.000 | 1.500 | -0.500 [-0.500, -0.500] | B < A |"

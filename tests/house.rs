@@ -320,6 +320,31 @@ fn no_file_imports_in_a_circle() {
     assert!(found.is_empty(), "files that import each other (directly or around): {found:#?}");
 }
 
+/// The model files reach the CPU kernels through `kernels.rs` alone, and hold no CPU
+/// dispatch of their own: no file outside `kernels/` names a file inside it, or gates on
+/// the CPU's architecture or features, or handles flex's own tensors.
+#[test]
+fn model_files_call_the_kernels_through_their_interface() {
+    let kernels = "trlvr-models/src/kernels/";
+    let graph = dependencies(&root().join("trlvr-models/src"));
+    assert!(graph.keys().any(|f| f.starts_with(kernels)), "no kernel files read under {kernels}");
+    let mut found = Vec::new();
+    for (file, edges) in &graph {
+        // The interface names its kernels; everything else goes through it.
+        if file.starts_with(kernels) || file == "trlvr-models/src/kernels.rs" {
+            continue;
+        }
+        found.extend(edges.iter().filter(|e| e.starts_with(kernels)).map(|e| format!("{file} names {e}")));
+        let text = code(&std::fs::read_to_string(root().join(file)).unwrap());
+        for dispatch in ["target_arch", "target_feature", "FlexTensor", "pulp::"] {
+            if text.contains(dispatch) {
+                found.push(format!("{file} uses {dispatch}"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "kernel work outside trlvr-models/src/kernels: {found:#?}");
+}
+
 /// The lines of each function longer than `limit`, as `file:line name (n lines)`.
 fn long_functions(src: &Path, limit: usize) -> Vec<String> {
     let mut long = Vec::new();

@@ -6,8 +6,6 @@
 //! block rather than keeping `O(t²)` probabilities.
 
 mod blocked;
-mod decode;
-mod prefill;
 
 use burn::nn::{Linear, RmsNorm};
 use burn::prelude::*;

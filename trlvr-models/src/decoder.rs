@@ -15,7 +15,7 @@ use burn::tensor::DType;
 use crate::attention::{Attention, QUERY_BLOCK};
 use crate::cache::{CausalMask, KvCache};
 use crate::config::ModelConfig;
-use crate::few_rows;
+use crate::kernels;
 use crate::layers::{FEW_ROWS, gated_linear, linear, norm, project};
 use crate::packing::Packing;
 use crate::rope::Rope;
@@ -307,9 +307,9 @@ impl Decoder {
         match &self.lm_head {
             Some(head) => linear(head, x),
             // The transposed embedding is already in the decode layout.
-            None if b * t <= few_rows::MAX_ROWS
+            None if b * t <= kernels::STREAMED_ROWS
                 && let Some(y) =
-                    few_rows::project(&x.clone().reshape([b * t, d]), &self.head_weight(), None) =>
+                    kernels::project(&x.clone().reshape([b * t, d]), &self.head_weight(), None) =>
             {
                 let vocab = y.dims()[1];
                 y.reshape([b, t, vocab])
@@ -385,13 +385,13 @@ impl Decoder {
 
     /// Every projection's weight stored `[out, in]` on the CPU (flex, f32), same values:
     /// decode steps then multiply their few rows by streaming weight rows
-    /// (`few_rows::project`; SmolLM2's tied LM head at one row: 4.3 ms, 8.9 ms through
+    /// (`kernels::project`; SmolLM2's tied LM head at one row: 4.3 ms, 8.9 ms through
     /// the gemm). For copies that decode
     /// (the junior, the senior's rollout copy, `trlvr eval`); a model that trains keeps the
     /// layout its optimizer expects. Unchanged on other backends and dtypes.
     #[must_use]
     pub fn with_decode_layout(mut self) -> Self {
-        let relaid = |linear: &mut Linear| linear.weight = linear.weight.clone().map(few_rows::decode_layout);
+        let relaid = |linear: &mut Linear| linear.weight = linear.weight.clone().map(kernels::decode_layout);
         for layer in &mut self.layers {
             let (a, m) = (&mut layer.self_attn, &mut layer.mlp);
             for linear in [&mut a.q_proj, &mut a.k_proj, &mut a.v_proj, &mut a.o_proj] {
@@ -428,7 +428,7 @@ mod tests {
         let model = config.init(&Device::flex());
         let relaid = model.clone().with_decode_layout();
         let gate = relaid.layers[0].mlp.gate_proj.weight.val();
-        assert!(few_rows::in_decode_layout(&gate), "a 256 x 512 weight is relaid");
+        assert!(kernels::in_decode_layout(&gate), "a 256 x 512 weight is relaid");
         for (copies, prompt) in [(2, 40), (1, 300)] {
             let prompt: Vec<u32> = (0..prompt).map(|i| (i * 7 % 500) as u32).collect();
             let run = |m: &Decoder| {

@@ -14,7 +14,7 @@
 //!   `dg = dy ⊙ u ⊙ (s + silu(g) ⊙ (1 − s))`, keeping `u`, `s` and `silu(g)` (Burn keeps
 //!   `g` twice, `s`, `silu(g)` and `u`).
 //!
-//! The forwards: on flex in f32, this crate's kernels (`fused/cpu.rs`: SIMD exponentials
+//! The forwards: on flex in f32, this crate's kernels (`kernels/fused.rs`: SIMD exponentials
 //! across Rayon's threads, where flex takes one scalar `expf` per element); elsewhere the
 //! backend's softmax and `silu(gate) * up`.
 
@@ -26,7 +26,7 @@ use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Backend, Dispatch, DispatchKindConversion, DispatchTensor, backend_extension};
 use burn::prelude::*;
-#[cfg(any(feature = "flex", feature = "tch", feature = "cube"))]
+#[cfg(any(feature = "tch", feature = "cube"))]
 use burn::tensor::activation::sigmoid;
 use burn::tensor::{BackendPrimitive, Float};
 
@@ -61,7 +61,7 @@ mod op {
     }
 }
 
-use op::Fused;
+pub(crate) use op::Fused;
 
 /// A backend primitive as a tensor of the high-level API (on that backend's device,
 /// outside autodiff), and back: the custom operations here and the blocked attention's
@@ -84,7 +84,7 @@ where
 
 /// σ as each backend's SwiGLU forward computes it: a tracked forward keeps it for the
 /// backward and must give the untracked forward's values bit for bit.
-trait Sigmoid: Backend {
+pub(crate) trait Sigmoid: Backend {
     fn swiglu_sigmoid(x: FloatTensor<Self>) -> FloatTensor<Self>;
 }
 
@@ -113,33 +113,6 @@ macro_rules! burns_ops {
 }
 
 burns_ops!(burn::backend::LibTorch: "tch", burn::backend::Cube: "cube");
-
-#[cfg(feature = "flex")]
-impl Fused for burn::backend::Flex {
-    fn fused_softmax(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        cpu::softmax(&x)
-            .unwrap_or_else(|| unwrap::<Self, 4>(burn::tensor::activation::softmax(wrap::<Self, 4>(x), 3)))
-    }
-    fn fused_swiglu(gate: FloatTensor<Self>, up: FloatTensor<Self>) -> FloatTensor<Self> {
-        cpu::swiglu(&gate, &up).unwrap_or_else(|| {
-            let gate = wrap::<Self, 3>(gate);
-            let s = wrap::<Self, 3>(Self::swiglu_sigmoid(unwrap::<Self, 3>(gate.clone())));
-            unwrap::<Self, 3>(gate * s * wrap::<Self, 3>(up))
-        })
-    }
-}
-
-#[cfg(feature = "flex")]
-impl Sigmoid for burn::backend::Flex {
-    fn swiglu_sigmoid(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        cpu::sigmoid_of(&x).unwrap_or_else(|| unwrap::<Self, 3>(sigmoid(wrap::<Self, 3>(x))))
-    }
-}
-
-#[cfg(feature = "flex")]
-pub(crate) mod cpu;
-#[cfg(feature = "flex")]
-pub(crate) use cpu::swiglu_into;
 
 #[derive(Debug)]
 struct SoftmaxBackward;

@@ -7,7 +7,7 @@ use burn::nn::{Linear, RmsNorm};
 use burn::prelude::*;
 use burn::tensor::DType;
 
-use crate::{few_rows, many_rows};
+use crate::kernels;
 
 /// Row counts up to which the tied LM head multiplies as `(E · xᵀ)ᵀ`
 /// ([`Decoder::lm_head`](crate::Decoder::lm_head)).
@@ -21,12 +21,12 @@ const FLIPPED_ROWS: usize = 256;
 /// step.
 ///
 /// On the CPU a weight in [`Decoder::with_decode_layout`] takes up to
-/// [`few_rows::MAX_ROWS`] rows through [`few_rows::project`], and up to [`FLIPPED_ROWS`]
+/// [`kernels::STREAMED_ROWS`] rows through [`kernels::project`], and up to [`FLIPPED_ROWS`]
 /// as `(weightᵀ · xᵀ)ᵀ`, where its `[out, in]` storage is the gemm's contiguous left
 /// operand (a 1536 x 576 weight at 64 rows: 0.9 ms, 3.0 ms as `x · W`). Other weights
 /// take one row as `(weightᵀ · xᵀ)ᵀ` (the gemm then streams the weight without packing
 /// it, about 10% faster on the SmolLM2-135M shapes) and more as `x · W`. On x86-64,
-/// more than [`few_rows::MAX_ROWS`] rows go to [`many_rows::project`] in any layout.
+/// more rows go to the kernels' gemm in any layout.
 ///
 /// [`Decoder::with_decode_layout`]: crate::Decoder::with_decode_layout
 ///
@@ -35,19 +35,12 @@ const FLIPPED_ROWS: usize = 256;
 pub(crate) fn project(x: Tensor<3>, weight: Tensor<2>, bias: Option<Tensor<1>>) -> Tensor<3> {
     let [b, t, d] = x.dims();
     let [_, out] = weight.dims();
-    if b * t <= few_rows::MAX_ROWS
-        && let Some(y) = few_rows::project(&x.clone().reshape([b * t, d]), &weight, bias.as_ref())
-    {
-        return y.reshape([b, t, out]);
-    }
-    if b * t > few_rows::MAX_ROWS
-        && let Some(y) = many_rows::project(&x.clone().reshape([b * t, d]), &weight, bias.as_ref())
-    {
+    if let Some(y) = kernels::project(&x.clone().reshape([b * t, d]), &weight, bias.as_ref()) {
         return y.reshape([b, t, out]);
     }
     let flip = match b * t {
         1 => true,
-        rows => rows <= FLIPPED_ROWS && few_rows::in_decode_layout(&weight),
+        rows => rows <= FLIPPED_ROWS && kernels::in_decode_layout(&weight),
     };
     let x = x.reshape([b * t, d]);
     // In two dimensions: a weight in the decode layout is a transposed view, which the
@@ -71,7 +64,7 @@ pub fn linear(layer: &Linear, x: Tensor<3>) -> Tensor<3> {
 
 /// `silu(gate) ⊙ linear(layer, x)`, the MLP's hidden activation: on the CPU a prefill's
 /// product is gated a part at a time while the part is in cache
-/// ([`many_rows::project_gated`]; SmolLM2's batch-8 prefill spent 4% of its time on the
+/// ([`kernels::project_gated`]; SmolLM2's batch-8 prefill spent 4% of its time on the
 /// SwiGLU's own pass), otherwise [`crate::fused::swiglu`] of the product; the same
 /// values either way.
 ///
@@ -80,9 +73,8 @@ pub fn linear(layer: &Linear, x: Tensor<3>) -> Tensor<3> {
 pub(crate) fn gated_linear(layer: &Linear, x: Tensor<3>, gate: Tensor<3>) -> Tensor<3> {
     let [b, t, d] = x.dims();
     let out = gate.dims()[2];
-    if b * t > few_rows::MAX_ROWS
-        && layer.bias.is_none()
-        && let Some(y) = many_rows::project_gated(
+    if layer.bias.is_none()
+        && let Some(y) = kernels::project_gated(
             &x.clone().reshape([b * t, d]),
             &layer.weight.val(),
             &gate.clone().reshape([b * t, out]),

@@ -14,8 +14,7 @@
 //! | linear layers and RMSNorm in the compute dtype, oriented for few rows | `layers.rs` |
 //! | the softmax and SwiGLU as single autodiff operations (no exps recomputed) | `fused.rs` |
 //! | the real tokens of right-padded rows, without the padding | [`packing`] |
-//! | the few-row products of a decode step on the CPU | `few_rows.rs` ([`Decoder::with_decode_layout`]) |
-//! | the many-row products of a prefill or a scoring pass on x86-64 CPUs | `many_rows.rs` |
+//! | the CPU kernels (products, attention, softmax, SwiGLU, RoPE) and which runs where | `kernels.rs` ([`Decoder::with_decode_layout`]) |
 //! | per-layer activation checkpointing in training | `checkpointing.rs` ([`Decoder::with_layer_checkpointing`]) |
 //! | rotary position embeddings (Hugging Face layout) | [`rope`] |
 //! | per-row KV caches and the attention mask | [`cache`] |
@@ -73,14 +72,13 @@ pub mod config;
 pub mod decoder;
 mod error;
 pub mod fetch;
-mod few_rows;
 mod fused;
 pub mod generation;
 pub mod gguf;
 pub mod hub;
+mod kernels;
 mod layers;
 pub mod load;
-mod many_rows;
 pub mod packing;
 mod partner;
 mod pool;

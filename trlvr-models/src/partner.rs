@@ -129,7 +129,7 @@ impl Decoder {
     /// Runs `work` on Rayon's pool ([`crate::pool::run`]) when the weights are untracked
     /// tensors of the flex CPU backend, whose kernels run there; elsewhere here.
     fn on_pool<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
-        match crate::few_rows::on_flex(&self.embed_tokens.weight.val()) {
+        match crate::kernels::on_flex(&self.embed_tokens.weight.val()) {
             true => crate::pool::run(work),
             false => work(),
         }

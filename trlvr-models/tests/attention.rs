@@ -124,7 +124,7 @@ fn recomputed_attention_equals_one_full_matrix() {
 }
 
 /// Without autodiff the attention runs as inference does (on flex, x86-64: the prefill
-/// kernel of `attention/prefill.rs`; elsewhere the blocks as plain ops); under autodiff as
+/// kernel of `kernels/prefill.rs`; elsewhere the blocks as plain ops); under autodiff as
 /// the recomputed operation (several blocks) or plain ops (one). The same values to
 /// rounding.
 #[test]

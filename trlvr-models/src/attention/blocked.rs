@@ -68,8 +68,8 @@ pub fn attend(
     // rows so keys are never repeated. One block (a decode step) needs no slicing.
     let folded = q.clone().reshape([b, kvh, g * t, hd]);
     let own = match t <= DECODE_QUERIES {
-        true => super::decode::attend(&folded, &keys, &values, mask),
-        false => super::prefill::attend(&folded, &keys, &values, mask),
+        true => crate::kernels::attend_decode(&folded, &keys, &values, mask),
+        false => crate::kernels::attend_prefill(&folded, &keys, &values, mask),
     };
     if let Some(out) = own {
         return out.reshape([b, h, t, hd]);

@@ -76,9 +76,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::config::EvalConfig;
-use super::report::Columns;
+use super::figure::Columns;
+use super::figure::Figure;
 use super::report::Report;
-use super::stats::{Bootstrap, Estimate, ratio_of_sums};
+use super::stats::{Bootstrap, Estimate};
 use crate::{Error, Result};
 
 /// How a comparison resamples.
@@ -243,22 +244,23 @@ pub struct Differences {
 }
 
 impl Differences {
-    /// The table's rows: label, decimals, difference (`junior_nll` is left out: it is
-    /// the token-weighted junior CE row).
+    /// The table's rows: label, decimals, difference, as the figure table names them
+    /// (`junior_nll` is left out: it is the token-weighted junior CE row).
     pub fn rows(&self) -> Vec<(String, usize, &Difference)> {
         let mut rows = Vec::new();
-        for (mode, pass) in [("solo", &self.solo), ("handoff", &self.handoff)] {
-            rows.extend(pass.iter().map(|p| (format!("{mode} pass@{} (%)", p.k), 1, &p.difference)));
+        for (figure, pass) in [(Figure::Solo, &self.solo), (Figure::Handoff, &self.handoff)] {
+            rows.extend(pass.iter().map(|p| (figure.label_at(p.k), figure.decimals(), &p.difference)));
         }
         let k = self.solo.first().map_or(1, |p| p.k);
+        let row = |figure: Figure, difference| (figure.label_at(k), figure.decimals(), difference);
         rows.extend([
-            (format!("tax, solo − handoff pass@{k} (points)"), 1, &self.tax_points),
-            ("junior CE (nats/token)".into(), 3, &self.junior_ce),
-            ("junior CE, token-weighted (nats/token)".into(), 3, &self.junior_ce_tokens),
-            ("junior top-1 (%)".into(), 1, &self.junior_top1),
-            ("KL k3 (nats/token)".into(), 3, &self.kl_k3),
-            ("KL exact (nats/token)".into(), 3, &self.kl_exact),
-            ("junior NLL, handoff (nats/token)".into(), 3, &self.junior_nll_handoff),
+            row(Figure::Tax, &self.tax_points),
+            row(Figure::JuniorCe, &self.junior_ce),
+            row(Figure::JuniorCeTokens, &self.junior_ce_tokens),
+            row(Figure::JuniorTop1, &self.junior_top1),
+            row(Figure::KlK3, &self.kl_k3),
+            row(Figure::Kl, &self.kl_exact),
+            row(Figure::JuniorNllHandoff, &self.junior_nll_handoff),
         ]);
         rows
     }
@@ -285,55 +287,6 @@ pub struct Comparison {
     pub macro_differences: Differences,
 }
 
-/// A figure of a report, as a statistic of a dataset's per-problem columns.
-#[derive(Debug, Clone, Copy)]
-enum Figure {
-    Solo(usize),
-    Handoff(usize),
-    Tax,
-    JuniorCe,
-    JuniorCeTokens,
-    JuniorTop1,
-    KlK3,
-    KlExact,
-    JuniorNllHandoff,
-}
-
-impl Figure {
-    /// Its value on the problems `idx` of a dataset, unscaled (as in `report::figures`).
-    fn of(self, c: &Columns, idx: &[usize]) -> f64 {
-        match self {
-            Self::Solo(i) => ratio_of_sums(&c.solo[i], &c.ones, idx),
-            Self::Handoff(i) => ratio_of_sums(&c.handoff[i], &c.ones, idx),
-            Self::Tax => ratio_of_sums(&c.solo[0], &c.ones, idx) - ratio_of_sums(&c.handoff[0], &c.ones, idx),
-            Self::JuniorCe => ratio_of_sums(&c.chain_ce, &c.chains, idx),
-            Self::JuniorCeTokens => ratio_of_sums(&c.nll, &c.tokens, idx),
-            Self::JuniorTop1 => ratio_of_sums(&c.chain_top1, &c.chains, idx),
-            Self::KlK3 => ratio_of_sums(&c.k3, &c.tokens, idx),
-            Self::KlExact => ratio_of_sums(&c.kl, &c.tokens, idx),
-            Self::JuniorNllHandoff => ratio_of_sums(&c.handoff_nll, &c.handoff_senior_tokens, idx),
-        }
-    }
-
-    /// The report's unit: fractions become percent (or points).
-    fn scale(self) -> f64 {
-        match self {
-            Self::Solo(_) | Self::Handoff(_) | Self::Tax | Self::JuniorTop1 => 100.0,
-            _ => 1.0,
-        }
-    }
-
-    /// Its value for dataset `which` (the mean over datasets when `None`) on the problems
-    /// `s[d]` of each dataset `d`, in the report's unit.
-    fn on(self, columns: &[Columns], which: Option<usize>, s: &[&[usize]]) -> f64 {
-        let value = match which {
-            Some(d) => self.of(&columns[d], s[d]),
-            None => columns.iter().zip(s).map(|(c, idx)| self.of(c, idx)).sum::<f64>() / columns.len() as f64,
-        };
-        value * self.scale()
-    }
-}
-
 impl Comparison {
     /// B − A of every figure of `a` and `b`, with intervals from `config.bootstrap`
     /// paired resamples of the problems.
@@ -356,21 +309,22 @@ impl Comparison {
         let identity: Vec<Vec<usize>> = sizes.iter().map(|&n| (0..n).collect()).collect();
         let identity: Vec<&[usize]> = identity.iter().map(Vec::as_slice).collect();
         let differences = |which: Option<usize>| {
-            let diff = |figure: Figure| {
-                let b_minus_a = boot.estimate(|s| figure.on(&cb, which, s) - figure.on(&ca, which, s));
+            // A figure in its unit on the problems `s[d]` of each dataset of one run.
+            let ks = &ra.config.ks;
+            let diff_at = |figure: Figure, k: usize| {
+                let formula = figure.formula_at(k);
+                let on = |c: &[Columns], s: &[&[usize]]| formula.on(c, which, s) * formula.scale;
+                let b_minus_a = boot.estimate(|s| on(&cb, s) - on(&ca, s));
                 Difference {
-                    a: figure.on(&ca, which, &identity),
-                    b: figure.on(&cb, which, &identity),
+                    a: on(&ca, &identity),
+                    b: on(&cb, &identity),
                     b_minus_a,
                     shown: Shown::of(&b_minus_a),
                 }
             };
-            let ks = &ra.config.ks;
-            let pass = |figure: fn(usize) -> Figure| {
-                ks.iter()
-                    .enumerate()
-                    .map(|(i, &k)| PassAtDifference { k, difference: diff(figure(i)) })
-                    .collect()
+            let diff = |figure: Figure| diff_at(figure, ks[0]);
+            let pass = |figure: Figure| -> Vec<PassAtDifference> {
+                ks.iter().map(|&k| PassAtDifference { k, difference: diff_at(figure.clone(), k) }).collect()
             };
             let junior_ce_tokens = diff(Figure::JuniorCeTokens);
             Differences {
@@ -382,7 +336,7 @@ impl Comparison {
                 junior_ce_tokens,
                 junior_top1: diff(Figure::JuniorTop1),
                 kl_k3: diff(Figure::KlK3),
-                kl_exact: diff(Figure::KlExact),
+                kl_exact: diff(Figure::Kl),
                 junior_nll: junior_ce_tokens,
                 junior_nll_handoff: diff(Figure::JuniorNllHandoff),
             }

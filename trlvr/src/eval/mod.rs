@@ -13,7 +13,8 @@
 //!   ([`StepAlternation`]: a turn ends after `"\n\n"`, which is kept; one shared token
 //!   budget; at most 150 rounds); the team's final text is graded.
 //!
-//! Each dataset's [`Verifier`] grades every sample. Then:
+//! Each dataset's [`Verifier`] grades every sample. Then (each figure's name, unit and
+//! reading written once, in the figure table [`Figure`]):
 //!
 //! | figure | how |
 //! |---|---|
@@ -61,6 +62,7 @@
 
 pub mod compare;
 mod config;
+pub(crate) mod figure;
 pub mod legibility;
 mod report;
 mod reuse;
@@ -75,8 +77,9 @@ pub use compare::{
     CompareConfig, Comparison, Difference, Differences, PassAtDifference, Run, SetComparison, Shown,
 };
 pub use config::EvalConfig;
+pub use figure::{Figure, ProblemResult};
 pub use legibility::{Chain, ChainStats};
-pub use report::{Drift, Figures, Legibility, ProblemResult, Report, SetReport, Tax, Throughput};
+pub use report::{Drift, Figures, Legibility, Report, SetReport, Tax, Throughput};
 pub use reuse::SoloSource;
 pub use stats::{Bootstrap, Estimate, newcombe, pass_at_k, ratio_of_sums, wilson};
 pub use store::{Mode, ProblemSamples, Sample, SampleStore};

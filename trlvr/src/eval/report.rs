@@ -6,37 +6,10 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::config::EvalConfig;
-use super::legibility::ChainStats;
-use super::stats::{Bootstrap, Estimate, pass_at_k, ratio_of_sums};
+use super::figure::{Columns, Figure, Formula, ProblemResult};
+use super::stats::{Bootstrap, Estimate};
 use super::store::Mode;
 use crate::Result;
-
-/// What one problem gave: correct counts, token counts and legibility sums.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProblemResult {
-    /// Its id in the dataset.
-    pub id: usize,
-    /// Samples per mode.
-    pub n: usize,
-    /// Correct solo samples.
-    pub solo_correct: usize,
-    /// Correct handoff samples.
-    pub handoff_correct: usize,
-    /// Tokens of the solo samples, together.
-    pub solo_tokens: usize,
-    /// Tokens of the handoff samples, together.
-    pub handoff_tokens: usize,
-    /// Senior-written tokens of the handoff samples.
-    pub handoff_senior_tokens: usize,
-    /// Σ junior NLL of those senior-written handoff tokens.
-    pub handoff_junior_nll: f64,
-    /// Sums over the solo chains (legibility and drift).
-    pub legibility: ChainStats,
-    /// [`prompt_hash`](super::prompt_hash) of its prompt, so that two evaluations can be
-    /// checked to have posed the same problem (absent in reports from before it was kept).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt_hash: Option<u64>,
-}
 
 /// pass@k at one k.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -180,46 +153,6 @@ pub struct Report {
     pub throughput: Throughput,
 }
 
-/// Per-problem columns of one dataset (also what [`super::compare`] resamples).
-pub(super) struct Columns {
-    pub(super) ones: Vec<f64>,
-    /// `[k index][problem]`, fractions.
-    pub(super) solo: Vec<Vec<f64>>,
-    pub(super) handoff: Vec<Vec<f64>>,
-    pub(super) chains: Vec<f64>,
-    pub(super) chain_ce: Vec<f64>,
-    pub(super) chain_top1: Vec<f64>,
-    pub(super) tokens: Vec<f64>,
-    pub(super) nll: Vec<f64>,
-    pub(super) k3: Vec<f64>,
-    pub(super) kl: Vec<f64>,
-    pub(super) handoff_senior_tokens: Vec<f64>,
-    pub(super) handoff_nll: Vec<f64>,
-}
-
-impl Columns {
-    pub(super) fn new(ks: &[usize], problems: &[ProblemResult]) -> Result<Self> {
-        let col = |f: &dyn Fn(&ProblemResult) -> f64| problems.iter().map(f).collect::<Vec<f64>>();
-        let pass = |correct: &dyn Fn(&ProblemResult) -> usize| -> Result<Vec<Vec<f64>>> {
-            ks.iter().map(|&k| problems.iter().map(|p| pass_at_k(p.n, correct(p), k)).collect()).collect()
-        };
-        Ok(Self {
-            ones: vec![1.0; problems.len()],
-            solo: pass(&|p| p.solo_correct)?,
-            handoff: pass(&|p| p.handoff_correct)?,
-            chains: col(&|p| p.legibility.chains as f64),
-            chain_ce: col(&|p| p.legibility.chain_ce),
-            chain_top1: col(&|p| p.legibility.chain_top1),
-            tokens: col(&|p| p.legibility.tokens as f64),
-            nll: col(&|p| p.legibility.junior_nll),
-            k3: col(&|p| p.legibility.kl_k3),
-            kl: col(&|p| p.legibility.kl_exact),
-            handoff_senior_tokens: col(&|p| p.handoff_senior_tokens as f64),
-            handoff_nll: col(&|p| p.handoff_junior_nll),
-        })
-    }
-}
-
 impl Report {
     /// The figures of `results` (per dataset: its name and per-problem results), with
     /// the intervals `config` asks for; what [`Evaluation::measure`] returns.
@@ -243,12 +176,11 @@ impl Report {
             .enumerate()
             .map(|(d, (name, problems))| SetReport {
                 name: name.clone(),
-                figures: figures(&boot, &columns, &config.ks, Some(d), std::slice::from_ref(problems)),
+                figures: figures(&boot, &columns, &config.ks, Some(d)),
                 problems: problems.clone(),
             })
             .collect();
-        let all: Vec<Vec<ProblemResult>> = results.into_iter().map(|(_, p)| p).collect();
-        let macro_figures = figures(&boot, &columns, &config.ks, None, &all);
+        let macro_figures = figures(&boot, &columns, &config.ks, None);
         Ok(Self { config: config.clone(), sets, macro_figures, throughput })
     }
 
@@ -365,66 +297,50 @@ fn write_throughput(md: &mut String, t: &Throughput) {
     }
 }
 
-/// The figures of dataset `which` (or the macro average when `None`). `problems` holds
-/// the per-problem results the plain (non-bootstrapped) counts come from.
-fn figures(
-    boot: &Bootstrap,
-    columns: &[Columns],
-    ks: &[usize],
-    which: Option<usize>,
-    problems: &[Vec<ProblemResult>],
-) -> Figures {
-    // A dataset's statistic on its resampled problems; the macro is their mean.
-    let over = |s: &[&[usize]], stat: &dyn Fn(&Columns, &[usize]) -> f64| match which {
-        Some(d) => stat(&columns[d], s[d]),
-        None => columns.iter().zip(s).map(|(c, idx)| stat(c, idx)).sum::<f64>() / columns.len() as f64,
+/// The figures of dataset `which` (or the macro average when `None`), each as the
+/// figure table ([`super::figure`]) reads it off the per-problem columns.
+fn figures(boot: &Bootstrap, columns: &[Columns], ks: &[usize], which: Option<usize>) -> Figures {
+    let unscaled = |formula: &Formula| boot.estimate(|s| formula.on(columns, which, s));
+    let estimate_at = |figure: Figure, k: usize| {
+        let formula = figure.formula_at(k);
+        unscaled(&formula).scaled(formula.scale)
     };
-    let estimate = |stat: &dyn Fn(&Columns, &[usize]) -> f64| boot.estimate(|s| over(s, stat));
-    let pass = |handoff: bool| -> Vec<PassAt> {
-        (0..ks.len())
-            .map(|i| PassAt {
-                k: ks[i],
-                estimate: estimate(&|c, idx| {
-                    ratio_of_sums(if handoff { &c.handoff[i] } else { &c.solo[i] }, &c.ones, idx)
-                })
-                .scaled(100.0),
-            })
-            .collect()
+    let estimate = |figure: Figure| estimate_at(figure, 1);
+    let pass = |figure: Figure| -> Vec<PassAt> {
+        ks.iter().map(|&k| PassAt { k, estimate: estimate_at(figure.clone(), k) }).collect()
     };
-    let solo1 = |c: &Columns, idx: &[usize]| ratio_of_sums(&c.solo[0], &c.ones, idx);
-    let hand1 = |c: &Columns, idx: &[usize]| ratio_of_sums(&c.handoff[0], &c.ones, idx);
-    let per_token = |pick: fn(&Columns) -> &Vec<f64>| {
-        move |c: &Columns, idx: &[usize]| ratio_of_sums(pick(c), &c.tokens, idx)
+    // The plain figures: the point value before the unit (the senior share a fraction).
+    let sizes: Vec<usize> = columns.iter().map(Columns::len).collect();
+    let everything: Vec<Vec<usize>> = sizes.iter().map(|&n| (0..n).collect()).collect();
+    let everything: Vec<&[usize]> = everything.iter().map(Vec::as_slice).collect();
+    let plain = |figure: Figure| {
+        let value = figure.formula().on(columns, which, &everything);
+        if value.is_nan() { 0.0 } else { value }
     };
-    let per_chain = |pick: fn(&Columns) -> &Vec<f64>| {
-        move |c: &Columns, idx: &[usize]| ratio_of_sums(pick(c), &c.chains, idx)
-    };
-    let all: Vec<&ProblemResult> = problems.iter().flatten().collect();
-    let sum = |f: fn(&ProblemResult) -> usize| all.iter().map(|p| f(p)).sum::<usize>() as f64;
-    let samples = sum(|p| p.n).max(1.0);
+    let k = ks[0];
+    let (solo, handoff) = (Figure::Solo.formula_at(k), Figure::Handoff.formula_at(k));
+    let junior_ce_tokens = estimate(Figure::JuniorCeTokens);
     Figures {
-        problems: all.len(),
-        solo: pass(false),
-        handoff: pass(true),
+        problems: which.map_or(sizes.iter().sum(), |d| sizes[d]),
+        solo: pass(Figure::Solo),
+        handoff: pass(Figure::Handoff),
         tax: Tax {
-            points: estimate(&|c, idx| solo1(c, idx) - hand1(c, idx)).scaled(100.0),
-            ratio: boot.estimate(|s| over(s, &hand1) / over(s, &solo1)),
+            points: estimate_at(Figure::Tax, k),
+            ratio: boot.estimate(|s| handoff.on(columns, which, s) / solo.on(columns, which, s)),
         },
         legibility: Legibility {
-            junior_ce: estimate(&per_chain(|c| &c.chain_ce)),
-            junior_top1: estimate(&per_chain(|c| &c.chain_top1)).scaled(100.0),
-            junior_ce_tokens: estimate(&per_token(|c| &c.nll)),
+            junior_ce: estimate(Figure::JuniorCe),
+            junior_top1: estimate(Figure::JuniorTop1),
+            junior_ce_tokens,
         },
         drift: Drift {
-            kl_k3: estimate(&per_token(|c| &c.k3)),
-            kl_exact: estimate(&per_token(|c| &c.kl)),
-            junior_nll: estimate(&per_token(|c| &c.nll)),
-            junior_nll_handoff: estimate(&|c, idx| {
-                ratio_of_sums(&c.handoff_nll, &c.handoff_senior_tokens, idx)
-            }),
+            kl_k3: estimate(Figure::KlK3),
+            kl_exact: estimate(Figure::Kl),
+            junior_nll: junior_ce_tokens,
+            junior_nll_handoff: estimate(Figure::JuniorNllHandoff),
         },
-        solo_mean_tokens: sum(|p| p.solo_tokens) / samples,
-        handoff_mean_tokens: sum(|p| p.handoff_tokens) / samples,
-        handoff_senior_share: sum(|p| p.handoff_senior_tokens) / sum(|p| p.handoff_tokens).max(1.0),
+        solo_mean_tokens: plain(Figure::SoloLength),
+        handoff_mean_tokens: plain(Figure::HandoffLength),
+        handoff_senior_share: plain(Figure::SeniorShare),
     }
 }

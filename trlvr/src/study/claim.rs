@@ -30,7 +30,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::figure::Figure;
+use crate::eval::Figure;
 use crate::{Error, Result};
 
 /// How a claim's tests combine.
@@ -232,7 +232,7 @@ impl TestSpec {
     fn check(&self, key: &str, names: Names<'_>, each: Option<&str>) -> Result<Test> {
         let bad = |what: String| Error::Config(format!("{key}: {what}"));
         let figure = Figure::parse(&self.figure, names.columns).ok_or_else(|| {
-            let mut known: Vec<String> = Figure::BUILT_IN.iter().map(|f| f.name().to_string()).collect();
+            let mut known: Vec<String> = Figure::all().map(|f| f.name().to_string()).collect();
             known.extend(names.columns.iter().cloned());
             bad(format!("figure = {:?} is not a figure ({})", self.figure, known.join(", ")))
         })?;

@@ -6,7 +6,7 @@
 //!
 //! | part | where |
 //! |---|---|
-//! | the figures, as ratios of per-problem sums | [`figure`] |
+//! | an evaluation with the study's own columns, and the figures ([`crate::eval::Figure`]) on it | [`evaluated`] |
 //! | the hierarchical bootstrap: problems paired across arms, seeds per arm | [`resample`] |
 //! | claims as declared: tests, thresholds, margins, preconditions | [`claim`] |
 //! | reading them: shown, contradicted, not shown, not testable; Holm | [`verdict`] |
@@ -49,7 +49,7 @@
 //! ```
 
 pub mod claim;
-pub mod figure;
+pub mod evaluated;
 pub mod plan;
 pub mod resample;
 pub mod verdict;
@@ -58,8 +58,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::eval::Figure;
 pub use claim::{Claim, ClaimSpec, Names, Rule, Test, Threshold, check_claims};
-pub use figure::{Evaluated, Figure};
+pub use evaluated::Evaluated;
 pub use plan::{Cost, Plan, PlannedRun, RunKey, State};
 pub use resample::{Distribution, Resamples, seed_note};
 pub use verdict::{ClaimReading, Multiplicity, Reading, TestReading, Verdict};

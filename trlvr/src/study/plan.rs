@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::figure::Evaluated;
+use super::evaluated::Evaluated;
 use crate::{Error, Result};
 
 /// One run of a study.

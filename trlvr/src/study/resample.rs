@@ -13,8 +13,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::figure::{Evaluated, Formula, value};
+use super::evaluated::{Evaluated, value};
 use crate::eval::Estimate;
+use crate::eval::figure::Formula;
 
 /// Resampled problem indices, drawn once for a study and shared by every figure and arm.
 #[derive(Debug, Clone)]

@@ -48,7 +48,7 @@ mod cpu {
 
     use super::avx512;
 
-    use crate::few_rows::{flex_bias, flex_f32};
+    use crate::kernels::few_rows::{flex_bias, flex_f32};
 
     /// Multiply-adds from which [`project`] splits a product across the threads (192³,
     /// flex's threshold).
@@ -287,7 +287,7 @@ mod cpu {
         use burn::tensor::Distribution;
 
         use super::*;
-        use crate::few_rows::decode_layout;
+        use crate::kernels::few_rows::decode_layout;
 
         fn values(t: Tensor<2>) -> Vec<f32> {
             t.into_data().try_to_vec::<f32>().unwrap()
@@ -367,7 +367,7 @@ mod cpu {
             let bias = Tensor::<1>::random([700], Distribution::Default, &device);
             let want = values(x.clone().matmul(stored.clone()) + bias.clone().unsqueeze_dim(0));
             let relaid = decode_layout(stored.clone());
-            assert!(crate::few_rows::in_decode_layout(&relaid), "the test covers the decode layout");
+            assert!(crate::kernels::few_rows::in_decode_layout(&relaid), "the test covers the decode layout");
             for weight in [stored, relaid] {
                 let got = values(project(&x, &weight, Some(&bias)).unwrap());
                 let worst = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);

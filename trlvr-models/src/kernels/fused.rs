@@ -4,10 +4,36 @@
 //! Every element goes through the same lane code (a tail is loaded padded), so a value
 //! does not depend on where it sits in its tensor.
 
+use burn::backend::Flex;
 use burn::backend::flex::FlexTensor;
+use burn::backend::tensor::FloatTensor;
+use burn::tensor::activation;
 use burn::tensor::{DType, TensorData};
 use pulp::{Arch, Simd, WithSimd};
 use rayon::prelude::*;
+
+use crate::fused::{Fused, Sigmoid as SwigluSigmoid, unwrap, wrap};
+
+/// The fused operations on flex: these kernels where they take the tensor (f32,
+/// contiguous), Burn's ops otherwise.
+impl Fused for Flex {
+    fn fused_softmax(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        softmax(&x).unwrap_or_else(|| unwrap::<Self, 4>(activation::softmax(wrap::<Self, 4>(x), 3)))
+    }
+    fn fused_swiglu(gate: FloatTensor<Self>, up: FloatTensor<Self>) -> FloatTensor<Self> {
+        swiglu(&gate, &up).unwrap_or_else(|| {
+            let gate = wrap::<Self, 3>(gate);
+            let s = wrap::<Self, 3>(Self::swiglu_sigmoid(unwrap::<Self, 3>(gate.clone())));
+            unwrap::<Self, 3>(gate * s * wrap::<Self, 3>(up))
+        })
+    }
+}
+
+impl SwigluSigmoid for Flex {
+    fn swiglu_sigmoid(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        sigmoid_of(&x).unwrap_or_else(|| unwrap::<Self, 3>(activation::sigmoid(wrap::<Self, 3>(x))))
+    }
+}
 
 /// Elements per Rayon task; a tensor of one task runs on the calling thread (a small
 /// model's ops would otherwise wait on a hand-off to the pool).
@@ -121,12 +147,12 @@ fn tensor(values: Vec<f32>, like: &FlexTensor) -> FlexTensor {
 }
 
 /// σ(x); `None` unless `x` is f32 and contiguous.
-pub(super) fn sigmoid_of(x: &FlexTensor) -> Option<FlexTensor> {
+fn sigmoid_of(x: &FlexTensor) -> Option<FlexTensor> {
     Some(tensor(map(&Sigmoid, [values(x)?]), x))
 }
 
 /// `silu(gate) ⊙ up`; `None` unless both are f32, contiguous and of one shape.
-pub(super) fn swiglu(gate: &FlexTensor, up: &FlexTensor) -> Option<FlexTensor> {
+fn swiglu(gate: &FlexTensor, up: &FlexTensor) -> Option<FlexTensor> {
     if gate.layout().shape() != up.layout().shape() {
         return None;
     }
@@ -136,7 +162,7 @@ pub(super) fn swiglu(gate: &FlexTensor, up: &FlexTensor) -> Option<FlexTensor> {
 /// `up ← silu(gate) ⊙ up` on the calling thread, in [`swiglu`]'s lane code (the same
 /// bits): for a product that computes `up` a part at a time and applies it while the
 /// part is in cache (`many_rows::project_gated`).
-pub(crate) fn swiglu_into(gate: &[f32], up: &mut [f32]) {
+pub(super) fn swiglu_into(gate: &[f32], up: &mut [f32]) {
     struct InPlace<'a> {
         gate: &'a [f32],
         up: &'a mut [f32],
@@ -161,7 +187,7 @@ pub(crate) fn swiglu_into(gate: &[f32], up: &mut [f32]) {
 
 /// Softmax over the last axis; `None` unless `x` is f32 and contiguous. Masked entries
 /// (−∞) get 0; a row of only −∞ gets NaN, as in flex's.
-pub(super) fn softmax(x: &FlexTensor) -> Option<FlexTensor> {
+fn softmax(x: &FlexTensor) -> Option<FlexTensor> {
     let input = values(x)?;
     let width = *x.layout().shape().last()?;
     if width == 0 {
@@ -206,7 +232,7 @@ fn softmax_row<S: Simd>(s: S, x: &[f32], y: &mut [f32]) {
 
 /// Softmax over rows of `width` scores, row `r` over its first `seen(r)` (a causal mask;
 /// all of them for [`softmax`]), the rest of its probabilities 0. On the calling thread.
-pub(crate) fn softmax_prefixes(x: &[f32], y: &mut [f32], width: usize, seen: &dyn Fn(usize) -> usize) {
+pub(super) fn softmax_prefixes(x: &[f32], y: &mut [f32], width: usize, seen: &dyn Fn(usize) -> usize) {
     struct Prefixes<'a> {
         x: &'a [f32],
         y: &'a mut [f32],

@@ -315,7 +315,7 @@ mod cpu {
         use burn::tensor::Distribution;
 
         use super::*;
-        use crate::few_rows::MAX_ROWS;
+        use crate::kernels::few_rows::MAX_ROWS;
 
         fn values(t: Tensor<2>) -> Vec<f32> {
             t.into_data().try_to_vec::<f32>().unwrap()

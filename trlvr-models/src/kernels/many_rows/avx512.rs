@@ -19,7 +19,7 @@ use pulp::x86::V4;
 use pulp::{Simd, WithSimd};
 use rayon::prelude::*;
 
-use crate::few_rows::Prefetch;
+use crate::kernels::few_rows::Prefetch;
 
 /// Values per panel: four vectors of 16.
 const PANEL: usize = 64;
@@ -71,7 +71,7 @@ pub(super) fn product(
         let x = &x[i * per_task * d..][..y.len() / out * d];
         Simd::vectorize(v4, Task { v4, x, w, bias, y: &mut *y, d, out });
         if let Some(gate) = gate {
-            crate::fused::swiglu_into(&gate[i * per_task * out..][..y.len()], y);
+            crate::kernels::fused::swiglu_into(&gate[i * per_task * out..][..y.len()], y);
         }
     };
     match threads {

@@ -7,7 +7,7 @@
 //! takes the softmax of each query's visible scores and multiplies those with the values,
 //! one Rayon task per query head. Each output sums in one order whatever the batch.
 //!
-//! [`many_rows::multiply`]: crate::many_rows::multiply
+//! [`many_rows::multiply`]: crate::kernels::many_rows::multiply
 
 #[cfg(all(feature = "flex", target_arch = "x86_64"))]
 pub(crate) use cpu::attend;
@@ -32,10 +32,10 @@ mod cpu {
     use burn::prelude::*;
 
     use super::ROWS;
-    use crate::attention::decode::{Block, by_blocks};
     use crate::cache::CausalMask;
-    use crate::fused::cpu::softmax_prefixes;
-    use crate::many_rows::{Matrix, multiply};
+    use crate::kernels::decode::{Block, by_blocks};
+    use crate::kernels::fused::softmax_prefixes;
+    use crate::kernels::many_rows::{Matrix, multiply};
 
     /// `softmax(q · keysᵀ, hidden masked) · values` for untracked f32 tensors on flex;
     /// `None` otherwise. One block per query head: `t` queries over its key/value head.

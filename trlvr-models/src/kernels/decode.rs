@@ -26,7 +26,7 @@ mod cpu {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use crate::cache::CausalMask;
-    use crate::few_rows::flex_f32;
+    use crate::kernels::few_rows::flex_f32;
 
     /// `softmax(q · keysᵀ, hidden masked) · values` for untracked f32 tensors on flex;
     /// `None` otherwise.
