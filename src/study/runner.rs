@@ -205,7 +205,10 @@ pub fn run(
         todo.iter().try_for_each(|t| work(t, ranks))?;
     } else {
         // One process: runs side by side, each with the one-process ranks of its own (an
-        // MPI communicator cannot be shared between threads).
+        // MPI communicator cannot be shared between threads). Runs that train go first, so
+        // the short evaluation-only runs fill the end, when fewer runs than jobs are left.
+        let mut todo: Vec<&Todo> = todo.iter().collect();
+        todo.sort_by_key(|t| !(t.train && plan.runs[t.run].key.seed.is_some()));
         in_parallel(&todo, jobs, &|t| work(t, &Ranks::connect()?))?;
     }
     // Every rank has every result (the records), read by rank 0 only.
@@ -352,9 +355,10 @@ fn todo(plan: &Plan, on_change: OnChange, log: &Log) -> Result<Vec<Todo>> {
     Ok(todo)
 }
 
-/// Runs `work` on each item, `jobs` at a time in a pool of that many threads that Burn's
-/// CPU kernels share (the cores are never oversubscribed); with one job, on the caller's
-/// thread (a run then has every core). The first error, after the started items end.
+/// Runs `work` on each item in list order, `jobs` at a time: each of a pool of `jobs`
+/// threads, which Burn's CPU kernels share (the cores are never oversubscribed), takes
+/// the next item when it finishes one. With one job, on the caller's thread (a run then
+/// has every core). The first error, after the started items end; no item starts after it.
 pub fn in_parallel<I: Sync>(
     items: &[I],
     jobs: usize,
@@ -367,9 +371,27 @@ pub fn in_parallel<I: Sync>(
     if jobs <= 1 || items.len() <= 1 {
         return items.iter().try_for_each(work);
     }
-    use rayon::prelude::*;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let first_error = Mutex::new(None);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
-    pool.install(|| items.par_iter().with_max_len(1).try_for_each(work))
+    pool.scope(|scope| {
+        for _ in 0..jobs.min(items.len()) {
+            scope.spawn(|_| {
+                loop {
+                    if first_error.lock().expect("not poisoned").is_some() {
+                        return;
+                    }
+                    let Some(item) = items.get(next.fetch_add(1, std::sync::atomic::Ordering::SeqCst)) else {
+                        return;
+                    };
+                    if let Err(e) = work(item) {
+                        first_error.lock().expect("not poisoned").get_or_insert(e);
+                    }
+                }
+            });
+        }
+    });
+    first_error.into_inner().expect("not poisoned").map_or(Ok(()), Err)
 }
 
 /// Every arm's results and costs, from the records.
@@ -395,4 +417,39 @@ fn collect(design: &Design, plan: &Plan) -> Result<(Vec<ArmResults>, Costs)> {
         results.push(ArmResults { name: arm.name.clone(), seeds, evaluations });
     }
     Ok((results, costs))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::in_parallel;
+
+    /// The items started, sorted.
+    fn run(items: &[usize], fail_at: Option<usize>) -> (Result<(), String>, Vec<usize>) {
+        let started = Mutex::new(Vec::new());
+        let out = in_parallel(items, 2, &|&i| {
+            started.lock().unwrap().push(i);
+            if Some(i) == fail_at {
+                anyhow::bail!("item {i}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            Ok(())
+        });
+        let mut started = started.into_inner().unwrap();
+        started.sort_unstable();
+        (out.map_err(|e| e.to_string()), started)
+    }
+
+    #[test]
+    fn items_are_taken_in_list_order_once_each_and_none_after_an_error() {
+        let items: Vec<usize> = (0..400).collect();
+        let (out, started) = run(&items, None);
+        assert_eq!((out, started), (Ok(()), items.clone()));
+        let (out, started) = run(&items, Some(5));
+        assert_eq!(out, Err("item 5".to_string()));
+        // A prefix of the list (taken in order), and the queue stopped at the error.
+        assert_eq!(started, (0..started.len()).collect::<Vec<_>>());
+        assert!(started.len() < 200, "{} items started", started.len());
+    }
 }
