@@ -28,12 +28,7 @@ mod cpu {
     use crate::cache::CausalMask;
     use crate::kernels::few_rows::flex_f32;
 
-    /// `softmax(q · keysᵀ, hidden masked) · values` for untracked f32 tensors on flex;
-    /// `None` otherwise.
-    ///
-    /// # Shapes
-    /// - `q`: `[batch, kv_heads, group * t, hd]` (scaled, group-major like the mask),
-    ///   `keys`/`values`: `[batch, kv_heads, s, hd]` -> `[batch, kv_heads, group * t, hd]`
+    /// [`crate::kernels::attend_decode`] for untracked f32 tensors on flex; `None` otherwise.
     pub(crate) fn attend(
         q: &Tensor<4>,
         keys: &Tensor<4>,

@@ -37,12 +37,7 @@ mod cpu {
     use crate::kernels::fused::softmax_prefixes;
     use crate::kernels::many_rows::{Matrix, multiply};
 
-    /// `softmax(q · keysᵀ, hidden masked) · values` for untracked f32 tensors on flex;
-    /// `None` otherwise. One block per query head: `t` queries over its key/value head.
-    ///
-    /// # Shapes
-    /// - `q`: `[batch, kv_heads, group * t, hd]` (scaled, group-major like the mask),
-    ///   `keys`/`values`: `[batch, kv_heads, s, hd]` -> `[batch, kv_heads, group * t, hd]`
+    /// [`crate::kernels::attend_prefill`] for untracked f32 tensors on flex; `None` otherwise. One block per query head: `t` queries over its key/value head.
     pub(crate) fn attend(
         q: &Tensor<4>,
         keys: &Tensor<4>,
